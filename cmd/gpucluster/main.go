@@ -1,0 +1,45 @@
+// Command gpucluster is the offline side of gpucluster: it lists and explains topology profiles
+// and checks stack files, with no cloud credentials and no Pulumi CLI.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `gpucluster: GPU-cluster topology, offline.
+
+Usage:
+  gpucluster profiles                     list the built-in topology profiles
+  gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
+  gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
+
+Exit codes: 0 ok, 1 invalid input, 2 usage error.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code, so tests can call it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "profiles":
+		return cmdProfiles(rest, stdout, stderr)
+	case "profile":
+		return cmdProfile(rest, stdout, stderr)
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gpucluster: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// writePool prints a derived pool spec for a person: the same facts as the JSON, in reading order.
+func writePool(w io.Writer, s topology.PoolSpec) {
+	it := s.Instance
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "  %-14s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	fmt.Fprintf(w, "pool %s (profile %s)\n", s.Name, s.Profile)
+	if s.Description != "" {
+		fmt.Fprintf(w, "  %s\n", s.Description)
+	}
+	line("instance", "%s: %d x %s %d GB, %d vCPU, %d GiB, %s", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, interconnect(it))
+	line("nodes", "%s (%s), capacity %s%s, AMI %s%s", nodeRange(s.Scaling), s.Provisioner, s.Capacity.Type,
+		prefixed(" ", s.Capacity.ReservationID), s.AMI.Family, prefixed(" ", s.AMI.ID))
+	if s.Provisioner == topology.ProvisionerKarpenter {
+		line("gpu limit", "%d GPUs", s.Scaling.GPULimit)
+	}
+	zones := "chosen by the network layer"
+	if len(s.AvailabilityZones) > 0 {
+		zones = strings.Join(s.AvailabilityZones, ", ")
+	}
+	line("zones", "%s", zones)
+	line("placement", "%s: %s", s.Placement.Strategy, s.Placement.Reason)
+	line("fabric", "%s, %d EFA, %d interfaces", s.Network.Fabric, s.Network.EFAInterfaces, len(s.Network.Interfaces))
+	line("interfaces", "%s", interfaceSummary(s.Network.Interfaces))
+	if len(s.Network.EFASecurityGroup) > 0 {
+		var rules []string
+		for _, r := range s.Network.EFASecurityGroup {
+			rules = append(rules, r.Direction+" all self")
+		}
+		line("efa sg", "%s", strings.Join(rules, ", "))
+	}
+	line("nvidia plugin", "%s", decision(s.InCluster.NVIDIADevicePlugin))
+	line("efa plugin", "%s", decision(s.InCluster.EFADevicePlugin))
+	fm := s.InCluster.FabricManager
+	line("fabric mgr", "%s: %s", fm.RunBy, fm.Reason)
+	line("labels", "%s", mapString(s.Labels))
+	var taints []string
+	for _, t := range s.Taints {
+		taints = append(taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+	}
+	line("taints", "%s", strings.Join(taints, ", "))
+	var tols []string
+	for _, t := range s.Tolerations {
+		tols = append(tols, fmt.Sprintf("%s %s %s %s", t.Key, t.Operator, t.Value, t.Effect))
+	}
+	line("tolerations", "%s", strings.Join(tols, "; "))
+
+	pod := s.TrainingPod
+	line("training pod", "%s: %d pod(s)/node x %d GPU x %d EFA, hostIPC, %s, /dev/shm %s",
+		pod.Layout, pod.PodsPerNode, pod.GPUsPerPod, pod.EFAPerPod, strings.Join(pod.Capabilities, ","), pod.ShmSize)
+	line("pod resources", "%s", intMapString(pod.Resources))
+	for _, e := range pod.Env {
+		line("pod env", "%s=%s (%s)", e.Name, e.Value, e.Source)
+	}
+	if len(pod.PluginManagedEnv) > 0 {
+		line("left to plugin", "%s (aws-ofi-nccl sets these)", strings.Join(pod.PluginManagedEnv, ", "))
+	}
+	line("nccl intra", "%s: %s", s.NCCL.IntraNode.Class, s.NCCL.IntraNode.Reason)
+	line("nccl inter", "%s: %s", s.NCCL.InterNode.Class, s.NCCL.InterNode.Reason)
+	line("bandwidth", "%.0f of %d Gbps per node: %s", s.NCCL.ExpectedInterNodeGbps, s.NCCL.PhysicalMaxGbps, s.NCCL.BandwidthNote)
+	for _, f := range s.Findings {
+		line(f.Severity, "%s: %s", f.Code, f.Message)
+	}
+}
+
+func interconnect(it topology.InstanceType) string {
+	switch it.Interconnect {
+	case topology.InterconnectNVSwitch:
+		return fmt.Sprintf("NVSwitch NVLink%d %d GB/s per GPU", it.NVLinkGeneration, it.NVLinkGBps)
+	case topology.InterconnectPCIe:
+		if it.PCIeP2P {
+			return "PCIe with P2P"
+		}
+		return "PCIe, no GPU P2P"
+	}
+	return "single GPU"
+}
+
+// interfaceSummary compacts runs of cards with the same layout: "card 0: interface@0 efa-only@1;
+// cards 1-31: efa-only@0".
+func interfaceSummary(nics []topology.NetworkInterface) string {
+	perCard := map[int][]string{}
+	var cards []int
+	for _, n := range nics {
+		if _, seen := perCard[n.NetworkCardIndex]; !seen {
+			cards = append(cards, n.NetworkCardIndex)
+		}
+		perCard[n.NetworkCardIndex] = append(perCard[n.NetworkCardIndex], fmt.Sprintf("%s@%d", n.InterfaceType, n.DeviceIndex))
+	}
+	sort.Ints(cards)
+	var parts []string
+	for i := 0; i < len(cards); {
+		j := i
+		layout := strings.Join(perCard[cards[i]], " ")
+		for j+1 < len(cards) && cards[j+1] == cards[j]+1 && strings.Join(perCard[cards[j+1]], " ") == layout {
+			j++
+		}
+		if i == j {
+			parts = append(parts, fmt.Sprintf("card %d: %s", cards[i], layout))
+		} else {
+			parts = append(parts, fmt.Sprintf("cards %d-%d: %s", cards[i], cards[j], layout))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, "; ")
+}
+
+func decision(d topology.Decision) string {
+	if d.Deploy {
+		return "deploy: " + d.Reason
+	}
+	return "skip: " + d.Reason
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+func mapString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+func intMapString(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,185 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Interconnect is how the GPUs inside one instance reach each other.
+type Interconnect string
+
+const (
+	// InterconnectNVSwitch: every GPU reaches every other over NVLink through NVSwitch chips.
+	InterconnectNVSwitch Interconnect = "nvswitch"
+	// InterconnectPCIe: the GPUs only share PCIe; whether they can P2P is per type (PCIeP2P).
+	InterconnectPCIe Interconnect = "pcie"
+	// InterconnectNone: a single GPU, no intra-node peer.
+	InterconnectNone Interconnect = "none"
+)
+
+// InstanceType holds what gpucluster needs to know about one EC2 GPU instance type.
+// Field names say the unit. The catalog entries below cite their sources; the network-card
+// figures are also checked against AWS's generated data in amazon-vpc-cni-k8s (catalog_test.go).
+type InstanceType struct {
+	Name          string `json:"name"`
+	GPUModel      string `json:"gpuModel"`
+	GPUCount      int    `json:"gpuCount"`
+	GPUMemoryGiB  int    `json:"gpuMemoryGiBPerGpu"`
+	VCPUs         int    `json:"vcpus"`
+	MemoryGiB     int    `json:"memoryGiB"`
+	LocalNVMeDisk int    `json:"localNvmeDisks"`
+	LocalNVMeGB   int    `json:"localNvmeGBPerDisk"`
+
+	Interconnect Interconnect `json:"interconnect"`
+	// NVLinkGeneration and NVLinkGBps (per GPU, bidirectional) are set for NVSwitch types only.
+	NVLinkGeneration int `json:"nvlinkGeneration,omitempty"`
+	NVLinkGBps       int `json:"nvlinkGBpsPerGpu,omitempty"`
+	// PCIeP2P says whether NCCL can use GPU peer-to-peer between the GPUs of a PCIe-only type.
+	// When false, intra-node traffic goes through host memory (NCCL's SHM transport).
+	PCIeP2P bool `json:"pcieP2P"`
+	// FabricManager: NVIDIA Fabric Manager must run (at the driver's exact version) before
+	// NVLink through NVSwitch is usable; true on every NVSwitch type.
+	FabricManager bool `json:"fabricManagerRequired"`
+
+	EFA              bool `json:"efaSupported"`
+	MaxEFA           int  `json:"maxEfaInterfaces"`
+	NetworkCards     int  `json:"networkCards"`
+	MaxENIsPerCard   int  `json:"maxInterfacesPerCard"`
+	NetworkGbps      int  `json:"networkGbps"`
+	GPUDirectRDMA    bool `json:"gpuDirectRdma"`
+	NetworkBurstOnly bool `json:"networkBurstOnly,omitempty"` // "up to N Gbps": NetworkGbps is a burst figure
+}
+
+// Sources used below (public pages, cited by short name):
+//
+//	[ec2-accel]  EC2 "Accelerated computing instance specifications"
+//	             https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
+//	[ec2-net]    EC2 "Network specifications" (network cards, max interfaces)
+//	             https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_network
+//	[efa]        EC2 user guide, "Elastic Fabric Adapter" and "EFA for accelerated instance types"
+//	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
+//	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html
+//	[vpc-cni]    github.com/aws/amazon-vpc-cni-k8s v1.20.4 pkg/vpc/vpc_ip_resource_limit.go
+//	             (generated from EC2 DescribeInstanceTypes; read by catalog_test.go)
+//	[karpenter]  github.com/aws/karpenter-provider-aws v1.14.1
+//	             pkg/providers/instancetype/zz_generated.bandwidth.go (baseline Mbps)
+//	[fm]         NVIDIA Fabric Manager user guide: required on HGX A100/H100/H200/B200 NVSwitch systems
+//	             https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/
+//	[nvlink]     NVIDIA NVLink/NVSwitch pages: NVLink3 600 GB/s (A100), NVLink4 900 GB/s (H100/H200),
+//	             NVLink5 1.8 TB/s (B200) per GPU, bidirectional.
+//	[field]      shared/DESIGN.md §1: g6e.12xlarge `nvidia-smi topo -m` shows NODE between GPUs,
+//	             NCCL uses SHM.
+//	[g5-p2p]     NVIDIA/TensorRT-LLM issue #1034: g5.48xlarge "peer access is not supported".
+//	[g6-p2p]     llm-d-incubation/llm-d-infra PR #181: AWS g6 has no NVLink and no PCIe P2P.
+var catalog = []InstanceType{
+	// p4d/p4de: [ec2-accel] 8 x A100, 96 vCPU, 1152 GiB, 8 x 1000 GB NVMe, 400 Gbps;
+	// [efa] 4 EFA, GPUDirect RDMA; [vpc-cni] 4 cards x 15 interfaces; [nvlink] NVLink3; [fm].
+	{Name: "p4d.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152,
+		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
+		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true},
+	{Name: "p4de.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152,
+		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
+		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true},
+	// p5/p5e: [ec2-accel] 8 x H100 80 GB / H200 141 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps;
+	// [efa] 32 EFA; [vpc-cni] 32 cards x 2 interfaces; [nvlink] NVLink4; [fm].
+	{Name: "p5.48xlarge", GPUModel: "NVIDIA H100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 192, MemoryGiB: 2048,
+		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
+		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true},
+	{Name: "p5e.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
+		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
+		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true},
+	// p5en: [ec2-accel] 8 x H200, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv3);
+	// [efa] 16 EFA; [vpc-cni] 16 cards x 4 interfaces.
+	{Name: "p5en.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
+		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
+		FabricManager: true, EFA: true, MaxEFA: 16, NetworkCards: 16, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true},
+	// p6-b200: [ec2-accel] 8 x B200 179 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv4);
+	// [efa] 8 EFA; [vpc-cni] 8 cards x 4 interfaces; [nvlink] NVLink5.
+	{Name: "p6-b200.48xlarge", GPUModel: "NVIDIA B200", GPUCount: 8, GPUMemoryGiB: 179, VCPUs: 192, MemoryGiB: 2048,
+		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
+		FabricManager: true, EFA: true, MaxEFA: 8, NetworkCards: 8, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true},
+
+	// g6e: [ec2-accel] L40S 48 GB; EFA from 8xlarge up [efa]; no GPUDirect RDMA [efa];
+	// cards and interfaces [vpc-cni]; bandwidth [ec2-accel] and [karpenter] baselines.
+	// Multi-GPU sizes: [field] NODE topology, no P2P; NCCL falls back to SHM.
+	{Name: "g6e.xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 4, MemoryGiB: 32,
+		LocalNVMeDisk: 1, LocalNVMeGB: 250, Interconnect: InterconnectNone,
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true},
+	{Name: "g6e.2xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 8, MemoryGiB: 64,
+		LocalNVMeDisk: 1, LocalNVMeGB: 450, Interconnect: InterconnectNone,
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true},
+	{Name: "g6e.4xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 16, MemoryGiB: 128,
+		LocalNVMeDisk: 1, LocalNVMeGB: 600, Interconnect: InterconnectNone,
+		NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 20},
+	{Name: "g6e.8xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 32, MemoryGiB: 256,
+		LocalNVMeDisk: 1, LocalNVMeGB: 900, Interconnect: InterconnectNone,
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 25},
+	{Name: "g6e.12xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 48, MemoryGiB: 384,
+		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 10, NetworkGbps: 100},
+	{Name: "g6e.16xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 64, MemoryGiB: 512,
+		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, NetworkGbps: 35},
+	{Name: "g6e.24xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 96, MemoryGiB: 768,
+		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
+		EFA: true, MaxEFA: 2, NetworkCards: 2, MaxENIsPerCard: 10, NetworkGbps: 200},
+	{Name: "g6e.48xlarge", GPUModel: "NVIDIA L40S", GPUCount: 8, GPUMemoryGiB: 48, VCPUs: 192, MemoryGiB: 1536,
+		LocalNVMeDisk: 4, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
+		EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 10, NetworkGbps: 400},
+
+	// g5.48xlarge: [ec2-accel] 8 x A10G 24 GB, 192 vCPU, 768 GiB, 2 x 3800 GB NVMe, 100 Gbps, 1 EFA,
+	// no GPUDirect RDMA; [vpc-cni] 1 card x 7 interfaces; [g5-p2p] no P2P.
+	{Name: "g5.48xlarge", GPUModel: "NVIDIA A10G", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
+		LocalNVMeDisk: 2, LocalNVMeGB: 3800, Interconnect: InterconnectPCIe,
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 7, NetworkGbps: 100},
+	// g6.48xlarge: [ec2-accel] 8 x L4 24 GB, 192 vCPU, 768 GiB, 4 x 1880 GB NVMe, 100 Gbps, 1 EFA,
+	// no GPUDirect RDMA; [vpc-cni] 1 card x 15 interfaces; [g6-p2p] no P2P.
+	{Name: "g6.48xlarge", GPUModel: "NVIDIA L4", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
+		LocalNVMeDisk: 4, LocalNVMeGB: 1880, Interconnect: InterconnectPCIe,
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, NetworkGbps: 100},
+}
+
+var catalogByName = func() map[string]InstanceType {
+	m := make(map[string]InstanceType, len(catalog))
+	for _, t := range catalog {
+		m[t.Name] = t
+	}
+	return m
+}()
+
+// LookupInstanceType returns the catalog entry for an EC2 instance type name.
+func LookupInstanceType(name string) (InstanceType, bool) {
+	t, ok := catalogByName[name]
+	return t, ok
+}
+
+// InstanceTypes returns every catalog entry, sorted by name.
+func InstanceTypes() []InstanceType {
+	out := append([]InstanceType(nil), catalog...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// InstanceTypeNames returns the names of every catalog entry, sorted.
+func InstanceTypeNames() []string {
+	names := make([]string, 0, len(catalog))
+	for _, t := range InstanceTypes() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// GPUsCanP2P says whether NCCL can move data GPU-to-GPU inside one instance (NVLink or PCIe P2P).
+func (t InstanceType) GPUsCanP2P() bool {
+	return t.Interconnect == InterconnectNVSwitch || (t.Interconnect == InterconnectPCIe && t.PCIeP2P)
+}
+
+// GbpsPerCard is the share of the instance bandwidth one network card carries. AWS spreads the
+// aggregate evenly over the cards on every multi-card type in this catalog (e.g. p5: 32 x 100 Gbps).
+func (t InstanceType) GbpsPerCard() float64 {
+	return float64(t.NetworkGbps) / float64(t.NetworkCards)
+}
+
+func (t InstanceType) String() string {
+	return fmt.Sprintf("%s (%d x %s)", t.Name, t.GPUCount, t.GPUModel)
+}

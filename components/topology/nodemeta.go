@@ -1,0 +1,54 @@
+package topology
+
+import "sort"
+
+// labelDomain prefixes the labels gpucluster sets itself; users may not set them.
+const labelDomain = "gpucluster.io/"
+
+// Node labels every pool carries.
+const (
+	// LabelPool names the pool: the node selector of the training pod and of per-pool pieces.
+	LabelPool = labelDomain + "pool"
+	// LabelEFA is "true" on EFA pools: the EFA device plugin's node selector.
+	LabelEFA = labelDomain + "efa"
+	// LabelGPUPresent is the label the NVIDIA device plugin's chart selects GPU nodes by.
+	LabelGPUPresent = "nvidia.com/gpu.present"
+)
+
+// gpuTaint keeps non-GPU pods off GPU nodes. Every in-cluster piece that must run on GPU nodes
+// tolerates it; eksctl's EFA device plugin does not, and never lands on tainted GPU nodes.
+var gpuTaint = Taint{Key: ResourceGPU, Value: "true", Effect: "NoSchedule"}
+
+var gpuToleration = Toleration{Key: ResourceGPU, Operator: "Exists", Effect: "NoSchedule"}
+
+// poolLabels are the node labels of a pool: gpucluster's own, then the user's.
+func poolLabels(name string, p Profile) map[string]string {
+	labels := map[string]string{LabelPool: name, LabelGPUPresent: "true"}
+	if p.Fabric == FabricEFA {
+		labels[LabelEFA] = "true"
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	return labels
+}
+
+// poolTaints are the GPU taint followed by the user's taints.
+func poolTaints(p Profile) []Taint {
+	return append([]Taint{gpuTaint}, p.Taints...)
+}
+
+// poolTolerations are what every in-cluster piece on the pool carries: the GPU toleration and
+// the user's (validation proves they cover every repelling taint).
+func poolTolerations(p Profile) []Toleration {
+	return append([]Toleration{gpuToleration}, p.Tolerations...)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

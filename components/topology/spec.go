@@ -1,0 +1,218 @@
+package topology
+
+// The derived cluster spec: everything the Pulumi components and the review need, decided here
+// and nowhere else. JSON field names are lowerCamelCase and documented in README.md; they are a
+// stable interface (plan.json, `gpucluster profile --json`).
+
+// StackSpec is the derived spec of a whole stack.
+type StackSpec struct {
+	// Source is the stack file the spec was derived from ("builtin:NAME" for a bare profile).
+	Source string     `json:"source"`
+	Pools  []PoolSpec `json:"pools"`
+}
+
+// PoolSpec is the derived spec of one GPU pool.
+type PoolSpec struct {
+	Name        string `json:"name"`
+	Profile     string `json:"profile"`
+	Description string `json:"description,omitempty"`
+
+	Instance    InstanceType `json:"instance"`
+	Provisioner Provisioner  `json:"provisioner"`
+	Scaling     Scaling      `json:"scaling"`
+	// AvailabilityZones is empty when the profile names none: the network layer then places the
+	// pool in one zone of its choice (a single zone whenever placement or EFA requires it).
+	AvailabilityZones []string      `json:"availabilityZones"`
+	Capacity          CapacitySpec  `json:"capacity"`
+	AMI               AMISpec       `json:"ami"`
+	Network           NetworkSpec   `json:"network"`
+	Placement         PlacementSpec `json:"placement"`
+
+	Labels      map[string]string `json:"labels"`
+	Taints      []Taint           `json:"taints"`
+	Tolerations []Toleration      `json:"tolerations"`
+
+	InCluster   InClusterSpec   `json:"inCluster"`
+	TrainingPod TrainingPodSpec `json:"trainingPod"`
+	NCCL        NCCLExpectation `json:"nccl"`
+	Findings    []Finding       `json:"findings"`
+}
+
+// Scaling is the node count. For Karpenter pools GPULimit caps the NodePool (MaxNodes x GPUs).
+type Scaling struct {
+	MinNodes     int `json:"minNodes"`
+	MaxNodes     int `json:"maxNodes"`
+	DesiredNodes int `json:"desiredNodes"`
+	GPULimit     int `json:"gpuLimit"`
+}
+
+// CapacitySpec says how instances are bought.
+type CapacitySpec struct {
+	Type          CapacityType `json:"type"`
+	ReservationID string       `json:"reservationId,omitempty"`
+}
+
+// AMISpec is the node image.
+type AMISpec struct {
+	Family AMIFamily `json:"family"`
+	ID     string    `json:"id,omitempty"`
+}
+
+// Interface types of an EC2 launch template network interface (EC2 API values).
+const (
+	InterfaceENA     = "interface"
+	InterfaceEFAOnly = "efa-only"
+)
+
+// NetworkInterface is one launch-template network interface.
+type NetworkInterface struct {
+	NetworkCardIndex int    `json:"networkCardIndex"`
+	DeviceIndex      int    `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+	// AssociatePublicIPAddress is always false: EC2 refuses public IP auto-assignment when an
+	// instance has more than one interface, and GPU nodes live in private subnets.
+	AssociatePublicIPAddress bool `json:"associatePublicIpAddress"`
+	DeleteOnTermination      bool `json:"deleteOnTermination"`
+}
+
+// SecurityGroupRule is one rule of the EFA security group.
+type SecurityGroupRule struct {
+	Direction   string `json:"direction"` // ingress | egress
+	Protocol    string `json:"protocol"`  // "-1": all
+	FromPort    int    `json:"fromPort"`
+	ToPort      int    `json:"toPort"`
+	Self        bool   `json:"self"`
+	Description string `json:"description"`
+}
+
+// NetworkSpec is the pool's network layout.
+type NetworkSpec struct {
+	Fabric        Fabric             `json:"fabric"`
+	EFAInterfaces int                `json:"efaInterfaces"`
+	Interfaces    []NetworkInterface `json:"networkInterfaces"`
+	// EFASecurityGroup is empty for ENA-only pools.
+	EFASecurityGroup []SecurityGroupRule `json:"efaSecurityGroupRules"`
+	// SingleSubnet: the pool's nodes must share one subnet (EFA traffic does not cross subnets).
+	SingleSubnet bool `json:"singleSubnet"`
+}
+
+// PlacementSpec is the placement decision and why it was taken.
+type PlacementSpec struct {
+	Strategy   Placement `json:"strategy"`
+	Partitions int       `json:"partitions,omitempty"`
+	Reason     string    `json:"reason"`
+}
+
+// Decision is one yes/no decision of the derivation, with its reason.
+type Decision struct {
+	Deploy bool   `json:"deploy"`
+	Reason string `json:"reason"`
+}
+
+// Who runs NVIDIA Fabric Manager on a pool's nodes.
+const (
+	FabricManagerRunByHost      = "host"
+	FabricManagerRunByDaemonSet = "daemonset"
+	FabricManagerNotNeeded      = "not-needed"
+)
+
+// FabricManagerDecision says whether fabric manager is needed, who runs it, and why.
+type FabricManagerDecision struct {
+	Required bool   `json:"required"`
+	RunBy    string `json:"runBy"`
+	Deploy   bool   `json:"deployDaemonSet"`
+	Reason   string `json:"reason"`
+}
+
+// InClusterSpec is which in-cluster pieces this pool needs.
+type InClusterSpec struct {
+	NVIDIADevicePlugin Decision              `json:"nvidiaDevicePlugin"`
+	EFADevicePlugin    Decision              `json:"efaDevicePlugin"`
+	FabricManager      FabricManagerDecision `json:"fabricManager"`
+	// NodeSelector selects this pool's nodes; EFANodeSelector its EFA nodes (empty without EFA).
+	NodeSelector    map[string]string `json:"nodeSelector"`
+	EFANodeSelector map[string]string `json:"efaNodeSelector,omitempty"`
+}
+
+// Kubernetes extended resource names of the device plugins.
+const (
+	ResourceGPU = "nvidia.com/gpu"
+	ResourceEFA = "vpc.amazonaws.com/efa"
+)
+
+// EnvVar is one environment variable of the training pod and where its value comes from.
+type EnvVar struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // "gpucluster" | "override"
+	Why    string `json:"why,omitempty"`
+}
+
+// TrainingPodSpec is the recommended shape of a training pod on this pool.
+type TrainingPodSpec struct {
+	Layout          PodLayout         `json:"layout"`
+	PodsPerNode     int               `json:"podsPerNode"`
+	GPUsPerPod      int               `json:"gpusPerPod"`
+	EFAPerPod       int               `json:"efaPerPod"`
+	IdleGPUsPerNode int               `json:"idleGpusPerNode"`
+	Resources       map[string]int    `json:"resources"`
+	HostIPC         bool              `json:"hostIPC"`
+	HostNetwork     bool              `json:"hostNetwork"`
+	DNSPolicy       string            `json:"dnsPolicy"`
+	Capabilities    []string          `json:"capabilities"`
+	ShmSize         string            `json:"shmSize"`
+	ShmSizeBytes    int64             `json:"shmSizeBytes"`
+	NodeSelector    map[string]string `json:"nodeSelector"`
+	Tolerations     []Toleration      `json:"tolerations"`
+	Env             []EnvVar          `json:"env"`
+	// PluginManagedEnv are variables aws-ofi-nccl sets itself on this platform; gpucluster leaves
+	// them alone, and an override of one is reported as a finding.
+	PluginManagedEnv []string `json:"pluginManagedEnv,omitempty"`
+}
+
+// Transport classes NCCL can use, as the doctor classifies log lines.
+const (
+	TransportNone              = "none"
+	TransportP2P               = "p2p"
+	TransportSHM               = "shm"
+	TransportNetLibfabricGDR   = "net-libfabric-gdrdma"
+	TransportNetLibfabric      = "net-libfabric"
+	TransportNetSocket         = "net-socket"
+	transportLogP2P            = "P2P/CUMEM or P2P/IPC"
+	transportLogSHM            = "SHM"
+	transportLogNetLibfabricGD = "NET/Libfabric/<n>/GDRDMA"
+	transportLogNetLibfabric   = "NET/Libfabric/<n>"
+	transportLogNetSocket      = "NET/Socket/<n>"
+)
+
+// Transport is an expected NCCL transport, what NCCL_DEBUG=INFO prints for it, and why.
+type Transport struct {
+	Class  string `json:"class"`
+	Log    string `json:"log,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// NCCLExpectation is what a correctly built pool should show in an NCCL_DEBUG=INFO log.
+type NCCLExpectation struct {
+	IntraNode Transport `json:"intraNode"`
+	InterNode Transport `json:"interNode"`
+	// ExpectedInterNodeGbps is the link capacity the pool's interfaces can use per node;
+	// PhysicalMaxGbps the instance's aggregate network bandwidth.
+	ExpectedInterNodeGbps float64 `json:"expectedInterNodeGbps"`
+	PhysicalMaxGbps       int     `json:"physicalMaxGbps"`
+	BandwidthNote         string  `json:"bandwidthNote"`
+}
+
+// Finding severities.
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeverityError   = "error"
+)
+
+// Finding is something a reviewer should see about a valid pool.
+type Finding struct {
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+}

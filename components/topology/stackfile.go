@@ -1,0 +1,299 @@
+package topology
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ConfigNamespace is the Pulumi project name: stack config keys are "gpucluster:<key>".
+const ConfigNamespace = "gpucluster"
+
+// KeyPools is the stack config key that lists the GPU pools.
+const KeyPools = ConfigNamespace + ":pools"
+
+// maxPoolNameLength keeps derived AWS names (node group, launch template, placement group:
+// "<cluster>-<pool>-…") inside EKS's 63-character node group name limit.
+const maxPoolNameLength = 24
+
+// Stack is a parsed, validated stack file: its pools, each a built-in profile with overrides.
+type Stack struct {
+	File  string
+	Pools []Pool
+}
+
+// Pool is one GPU pool of a stack.
+type Pool struct {
+	Name    string
+	Profile Profile
+}
+
+// Pulumi's own top-level keys of a stack file (Pulumi.<stack>.yaml).
+var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"}
+
+// gpuclusterKeys are the keys gpucluster reads from the stack config.
+var gpuclusterKeys = []string{KeyPools}
+
+// LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
+// listing every problem of the file, each with file, line, key and fix.
+func LoadStack(path string) (StackSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return StackSpec{}, ConfigErrors{{File: path, Key: "(file)", Message: err.Error(), Fix: "check the path; stacks live in stacks/Pulumi.<stack>.yaml"}}
+	}
+	st, err := ParseStack(path, data)
+	if err != nil {
+		return StackSpec{}, err
+	}
+	return DeriveStack(st)
+}
+
+// DeriveStack derives every pool of a parsed stack.
+func DeriveStack(st Stack) (StackSpec, error) {
+	spec := StackSpec{Source: st.File, Pools: make([]PoolSpec, 0, len(st.Pools))}
+	for _, pool := range st.Pools {
+		ps, err := Derive(pool.Name, pool.Profile)
+		if err != nil {
+			return StackSpec{}, err
+		}
+		spec.Pools = append(spec.Pools, ps)
+	}
+	return spec, nil
+}
+
+// ParseStack parses and validates a Pulumi stack file. It returns ConfigErrors with every
+// problem found: syntax, unknown keys, wrong types and every profile rule.
+func ParseStack(file string, data []byte) (Stack, error) {
+	r := &reader{file: file}
+	st := Stack{File: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		r.fail(yamlErrorLine(err), "(syntax)", "fix the YAML syntax at that line", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return st, r.result()
+	}
+	if len(doc.Content) == 0 {
+		r.fail(0, "(file)", "add a config: block with "+KeyPools, "the file is empty")
+		return st, r.result()
+	}
+	root := doc.Content[0]
+	if !r.expectKind(root, yaml.MappingNode, "(file)", "a mapping with a config: block") {
+		return st, r.result()
+	}
+	var poolsNode *yaml.Node
+	r.eachKey(root, "", stackFileKeys, func(k string, key, val *yaml.Node) {
+		if k != "config" || !r.expectKind(val, yaml.MappingNode, "config", "a mapping of namespaced keys") {
+			return
+		}
+		for i := 0; i+1 < len(val.Content); i += 2 {
+			key, v := val.Content[i], val.Content[i+1]
+			ns, _, namespaced := strings.Cut(key.Value, ":")
+			switch {
+			case !namespaced:
+				r.fail(key.Line, key.Value, "write it as gpucluster:"+key.Value+" (or with the provider's namespace, e.g. aws:region)",
+					"config keys are namespaced")
+			case ns != ConfigNamespace:
+				// Another namespace (aws:, kubernetes:, pulumi:): the provider's to read.
+			case key.Value == KeyPools:
+				poolsNode = v
+			default:
+				r.fail(key.Line, key.Value, "use one of: "+strings.Join(gpuclusterKeys, ", "),
+					"unknown key%s", suggest(key.Value, gpuclusterKeys))
+			}
+		}
+	})
+	if poolsNode == nil {
+		if len(r.errs) == 0 {
+			r.fail(root.Line, KeyPools, "add "+KeyPools+": with at least one pool (- name: gpu, profile: dev)", "the stack declares no GPU pool")
+		}
+		return st, r.result()
+	}
+	st.Pools = r.pools(poolsNode)
+	return st, r.result()
+}
+
+// reader collects every error of one file.
+type reader struct {
+	file string
+	errs ConfigErrors
+}
+
+func (r *reader) fail(line int, key, fix, format string, args ...any) {
+	r.errs = append(r.errs, ConfigError{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
+}
+
+func (r *reader) result() error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	sortErrors(r.errs)
+	return r.errs
+}
+
+var kindNames = map[yaml.Kind]string{
+	yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list", yaml.ScalarNode: "a single value", yaml.AliasNode: "an alias",
+}
+
+func (r *reader) expectKind(n *yaml.Node, kind yaml.Kind, key, want string) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		*n = *n.Alias
+	}
+	if n.Kind == kind && (kind != yaml.ScalarNode || n.Tag != "!!null") {
+		return true
+	}
+	got := kindNames[n.Kind]
+	if n.Tag == "!!null" {
+		got = "empty"
+	}
+	r.fail(n.Line, key, "write "+want, "expected %s, found %s", want, got)
+	return false
+}
+
+// eachKey walks a mapping, reporting unknown and duplicate keys, and calls fn for known ones.
+func (r *reader) eachKey(m *yaml.Node, prefix string, known []string, fn func(k string, key, val *yaml.Node)) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key, val := m.Content[i], m.Content[i+1]
+		full := prefix + key.Value
+		switch {
+		case !contains(known, key.Value):
+			r.fail(key.Line, full, "use one of: "+strings.Join(known, ", "), "unknown key%s", suggest(key.Value, known))
+		case seen[key.Value]:
+			r.fail(key.Line, full, "keep one "+key.Value+" and remove the other", "%s is set twice", key.Value)
+		default:
+			seen[key.Value] = true
+			fn(key.Value, key, val)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var yamlLinePattern = regexp.MustCompile(`line (\d+)`)
+
+func yamlErrorLine(err error) int {
+	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+func (r *reader) pools(n *yaml.Node) []Pool {
+	if !r.expectKind(n, yaml.SequenceNode, KeyPools, "a list of pools (- name: …, profile: …)") {
+		return nil
+	}
+	if len(n.Content) == 0 {
+		r.fail(n.Line, KeyPools, "add at least one pool (- name: gpu, profile: dev)", "the pool list is empty")
+		return nil
+	}
+	var pools []Pool
+	names := map[string]int{}
+	for i, item := range n.Content {
+		key := fmt.Sprintf("%s[%d]", KeyPools, i)
+		pool, ok := r.pool(item, key)
+		if !ok {
+			continue
+		}
+		if first, dup := names[pool.Name]; dup {
+			r.fail(item.Line, key+".name", "give every pool its own name", "pool name %q is already used by %s[%d]", pool.Name, KeyPools, first)
+			continue
+		}
+		names[pool.Name] = i
+		pools = append(pools, pool)
+	}
+	return pools
+}
+
+// pool parses one pool: name, the profile it starts from, and overrides. It reports the pool's
+// profile problems at the line of the key that set the value, or at `profile:` when the value
+// is inherited from the built-in.
+func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
+	if !r.expectKind(n, yaml.MappingNode, key, "a pool mapping (name: …, profile: …)") {
+		return Pool{}, false
+	}
+	lines := map[string]int{}
+	var name, profileName string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, v := n.Content[i], n.Content[i+1]
+		switch kn.Value {
+		case "name":
+			name, _ = r.scalarString(v, key+".name")
+			lines["name"] = kn.Line
+		case "profile":
+			profileName, _ = r.scalarString(v, key+".profile")
+			lines["profile"] = kn.Line
+		}
+	}
+	ok := true
+	if name == "" {
+		r.fail(n.Line, key+".name", "add name: <pool>, lowercase letters, digits and '-'", "the pool has no name")
+		ok = false
+	} else if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 || len(name) > maxPoolNameLength {
+		r.fail(lines["name"], key+".name", fmt.Sprintf("use at most %d lowercase letters, digits and '-', starting with a letter", maxPoolNameLength),
+			"pool name %q cannot be used in AWS and Kubernetes names", name)
+		ok = false
+	}
+	base, found := BuiltinProfile(profileName)
+	switch {
+	case profileName == "":
+		r.fail(n.Line, key+".profile", "add profile: <name>, one of: "+strings.Join(BuiltinProfileNames(), ", "), "the pool names no profile to start from")
+		return Pool{}, false
+	case !found:
+		r.fail(lines["profile"], key+".profile", "use one of: "+strings.Join(BuiltinProfileNames(), ", "),
+			"unknown profile %q%s", profileName, suggest(profileName, BuiltinProfileNames()))
+		return Pool{}, false
+	}
+	p := base
+	explicit := r.overrides(n, key, &p, lines)
+	before := len(r.errs)
+	for _, prob := range Validate(p) {
+		line, inherited := problemLine(prob.Key, lines)
+		msg := prob.Message
+		if inherited {
+			msg += fmt.Sprintf(" (value inherited from profile %s)", profileName)
+		}
+		r.fail(line, key+"."+prob.Key, prob.Fix, "%s", msg)
+	}
+	if explicit["placement"] && p.Capacity.Reserved() && p.Placement != PlacementNone {
+		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
+			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
+	}
+	return Pool{Name: name, Profile: p}, ok && len(r.errs) == before
+}
+
+// problemLine finds the line of a problem key: the key itself, a parent key, or — when the pool
+// does not set it — the `profile:` line the value was inherited from.
+func problemLine(key string, lines map[string]int) (int, bool) {
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := lines[k]; ok {
+			return l, false
+		}
+	}
+	if key == "nodes" {
+		for _, alias := range []string{"minNodes", "maxNodes"} {
+			if l, ok := lines[alias]; ok {
+				return l, false
+			}
+		}
+	}
+	return lines["profile"], true
+}
+
+func parentKey(k string) string {
+	if i := strings.LastIndexAny(k, ".["); i > 0 {
+		return k[:i]
+	}
+	return ""
+}

@@ -179,6 +179,10 @@ func deriveFindings(p Profile, it InstanceType, spec PoolSpec) []Finding {
 		fs = append(fs, Finding{SeverityWarning, "idle-gpus",
 			fmt.Sprintf("%d of %d GPUs per node stay idle: %d pods x %d GPU", idle, it.GPUCount, spec.TrainingPod.PodsPerNode, spec.TrainingPod.GPUsPerPod)})
 	}
+	if used := spec.TrainingPod.PodsPerNode * spec.TrainingPod.EFAPerPod; efa > 0 && used < efa {
+		fs = append(fs, Finding{SeverityWarning, "efa-unassigned",
+			fmt.Sprintf("%d of %d EFA devices per node are granted to no pod: %d pods x %d EFA", efa-used, efa, spec.TrainingPod.PodsPerNode, spec.TrainingPod.EFAPerPod)})
+	}
 	if efa > 0 && efa < it.MaxEFA {
 		fs = append(fs, Finding{SeverityInfo, "efa-below-max",
 			fmt.Sprintf("%d of %d possible EFA interfaces: inter-node bandwidth is capped at %.0f of %d Gbps", efa, it.MaxEFA, spec.NCCL.ExpectedInterNodeGbps, it.NetworkGbps)})

@@ -99,7 +99,7 @@ func (r *reader) overrides(n *yaml.Node, key string, p *Profile, lines map[strin
 	explicit := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, v := n.Content[i], n.Content[i+1]
-		k, full := kn.Value, key+"."+kn.Value
+		k, full := kn.Value, key+"."+keyText(kn)
 		set, known := poolSetters[k]
 		switch {
 		case explicit[k]:
@@ -165,10 +165,10 @@ func (r *reader) stringMap(v *yaml.Node, key, rel string, lines map[string]int) 
 		kn, val := v.Content[i], v.Content[i+1]
 		lines[rel+"."+kn.Value] = kn.Line
 		if _, dup := out[kn.Value]; dup {
-			r.fail(kn.Line, key+"."+kn.Value, "keep one and remove the other", "%s is set twice", kn.Value)
+			r.fail(kn.Line, key+"."+keyText(kn), "keep one and remove the other", "%s is set twice", keyText(kn))
 			continue
 		}
-		if s, ok := r.scalarString(val, key+"."+kn.Value); ok {
+		if s, ok := r.scalarString(val, key+"."+keyText(kn)); ok {
 			out[kn.Value] = s
 		}
 	}

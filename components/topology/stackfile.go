@@ -94,7 +94,7 @@ func ParseStack(file string, data []byte) (Stack, error) {
 			ns, _, namespaced := strings.Cut(key.Value, ":")
 			switch {
 			case !namespaced:
-				r.fail(key.Line, key.Value, "write it as gpucluster:"+key.Value+" (or with the provider's namespace, e.g. aws:region)",
+				r.fail(key.Line, keyText(key), "write it as gpucluster:"+keyText(key)+" (or with the provider's namespace, e.g. aws:region)",
 					"config keys are namespaced")
 			case ns != ConfigNamespace:
 				// Another namespace (aws:, kubernetes:, pulumi:): the provider's to read.
@@ -158,7 +158,7 @@ func (r *reader) eachKey(m *yaml.Node, prefix string, known []string, fn func(k 
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		key, val := m.Content[i], m.Content[i+1]
-		full := prefix + key.Value
+		full := prefix + keyText(key)
 		switch {
 		case !contains(known, key.Value):
 			r.fail(key.Line, full, "use one of: "+strings.Join(known, ", "), "unknown key%s", suggest(key.Value, known))
@@ -169,6 +169,17 @@ func (r *reader) eachKey(m *yaml.Node, prefix string, known []string, fn func(k 
 			fn(key.Value, key, val)
 		}
 	}
+}
+
+// keyText is how a mapping key is named in errors: empty and non-scalar keys get a visible name.
+func keyText(k *yaml.Node) string {
+	switch {
+	case k.Kind != yaml.ScalarNode:
+		return "(non-text key)"
+	case k.Value == "":
+		return `""`
+	}
+	return k.Value
 }
 
 func contains(list []string, s string) bool {
@@ -203,15 +214,14 @@ func (r *reader) pools(n *yaml.Node) []Pool {
 	for i, item := range n.Content {
 		key := fmt.Sprintf("%s[%d]", KeyPools, i)
 		pool, ok := r.pool(item, key)
-		if !ok {
-			continue
-		}
-		if first, dup := names[pool.Name]; dup {
+		if first, dup := names[pool.Name]; dup && pool.Name != "" {
 			r.fail(item.Line, key+".name", "give every pool its own name", "pool name %q is already used by %s[%d]", pool.Name, KeyPools, first)
 			continue
 		}
 		names[pool.Name] = i
-		pools = append(pools, pool)
+		if ok {
+			pools = append(pools, pool)
+		}
 	}
 	return pools
 }
@@ -249,11 +259,11 @@ func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
 	switch {
 	case profileName == "":
 		r.fail(n.Line, key+".profile", "add profile: <name>, one of: "+strings.Join(BuiltinProfileNames(), ", "), "the pool names no profile to start from")
-		return Pool{}, false
+		return Pool{Name: name}, false
 	case !found:
 		r.fail(lines["profile"], key+".profile", "use one of: "+strings.Join(BuiltinProfileNames(), ", "),
 			"unknown profile %q%s", profileName, suggest(profileName, BuiltinProfileNames()))
-		return Pool{}, false
+		return Pool{Name: name}, false
 	}
 	p := base
 	explicit := r.overrides(n, key, &p, lines)
@@ -262,7 +272,7 @@ func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
 		line, inherited := problemLine(prob.Key, lines)
 		msg := prob.Message
 		if inherited {
-			msg += fmt.Sprintf(" (value inherited from profile %s)", profileName)
+			msg += fmt.Sprintf(" (%s is inherited from profile %s)", topKey(prob.Key), profileName)
 		}
 		r.fail(line, key+"."+prob.Key, prob.Fix, "%s", msg)
 	}
@@ -273,22 +283,47 @@ func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
 	return Pool{Name: name, Profile: p}, ok && len(r.errs) == before
 }
 
-// problemLine finds the line of a problem key: the key itself, a parent key, or — when the pool
-// does not set it — the `profile:` line the value was inherited from.
-func problemLine(key string, lines map[string]int) (int, bool) {
+// relatedKeys: when a problem's own key is inherited, the user's change that made it a problem
+// is usually one of these (amiFamily: custom makes the missing amiId a problem).
+var relatedKeys = map[string][]string{
+	"amiId":                 {"amiFamily"},
+	"capacityReservationId": {"capacity"},
+	"partitions":            {"placement"},
+	"fabric":                {"instanceType"},
+	"efaInterfaces":         {"fabric", "instanceType"},
+	"podLayout":             {"podsPerNode", "efaInterfaces", "instanceType", "fabric"},
+	"podsPerNode":           {"podLayout", "efaInterfaces", "instanceType"},
+	"shmSize":               {"instanceType"},
+	"availabilityZones":     {"placement", "fabric"},
+	"fabricManager":         {"amiFamily", "instanceType"},
+	"nodes":                 {"minNodes", "maxNodes"},
+	"minNodes":              {"provisioner", "maxNodes", "nodes"},
+	"maxNodes":              {"minNodes", "nodes"},
+}
+
+// problemLine finds the line of a problem key: the key itself or a parent key when the pool sets
+// it; else the related key the pool sets; else the `profile:` line it was inherited from
+// (inherited reports that last case).
+func problemLine(key string, lines map[string]int) (line int, inherited bool) {
 	for k := key; k != ""; k = parentKey(k) {
 		if l, ok := lines[k]; ok {
 			return l, false
 		}
 	}
-	if key == "nodes" {
-		for _, alias := range []string{"minNodes", "maxNodes"} {
-			if l, ok := lines[alias]; ok {
-				return l, false
-			}
+	for _, rel := range relatedKeys[key] {
+		if l, ok := lines[rel]; ok {
+			return l, false
 		}
 	}
 	return lines["profile"], true
+}
+
+// topKey is the pool key a problem path starts with ("taints" of "taints[1].effect").
+func topKey(k string) string {
+	if i := strings.IndexAny(k, ".["); i > 0 {
+		return k[:i]
+	}
+	return k
 }
 
 func parentKey(k string) string {

@@ -1,0 +1,115 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+)
+
+// The instance types the catalog must hold (issue: topology core, §1).
+var requiredTypes = []string{
+	"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+	"g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
+	"g5.48xlarge", "g6.48xlarge",
+}
+
+func TestCatalogHoldsEveryRequiredType(t *testing.T) {
+	for _, name := range requiredTypes {
+		if _, ok := LookupInstanceType(name); !ok {
+			t.Errorf("catalog lacks %s", name)
+		}
+	}
+	if got, want := len(InstanceTypes()), len(requiredTypes); got != want {
+		t.Errorf("catalog has %d entries, the required list %d: add the new type to requiredTypes", got, want)
+	}
+}
+
+// TestCatalogAgreesWithAWSNetworkCardData compares every entry's network cards with AWS's own
+// generated data (amazon-vpc-cni-k8s, from EC2 DescribeInstanceTypes).
+func TestCatalogAgreesWithAWSNetworkCardData(t *testing.T) {
+	for _, it := range InstanceTypes() {
+		t.Run(it.Name, func(t *testing.T) {
+			cards, err := vpc.GetNetworkCards(it.Name)
+			if err != nil {
+				t.Fatalf("AWS data has no network cards for %s: %v", it.Name, err)
+			}
+			if len(cards) != it.NetworkCards {
+				t.Errorf("network cards: catalog %d, AWS %d", it.NetworkCards, len(cards))
+			}
+			for i, c := range cards {
+				if c.NetworkCardIndex != int64(i) {
+					t.Errorf("AWS card %d has index %d: the interface layout assumes cards 0..n-1", i, c.NetworkCardIndex)
+				}
+				if c.MaximumNetworkInterfaces != int64(it.MaxENIsPerCard) {
+					t.Errorf("card %d max interfaces: catalog %d, AWS %d", i, it.MaxENIsPerCard, c.MaximumNetworkInterfaces)
+				}
+			}
+			if def, _ := vpc.GetDefaultNetworkCardIndex(it.Name); def != 0 {
+				t.Errorf("AWS default network card is %d; the primary interface is laid out on card 0", def)
+			}
+		})
+	}
+}
+
+// TestCatalogFactsFromDesign checks the figures of shared/DESIGN.md §3 for the types it lists.
+func TestCatalogFactsFromDesign(t *testing.T) {
+	type facts struct {
+		gpus, maxEFA, gbps int
+		fm, gdr            bool
+		interconnect       Interconnect
+	}
+	design := map[string]facts{
+		"p4d.24xlarge":     {8, 4, 400, true, true, InterconnectNVSwitch},
+		"p4de.24xlarge":    {8, 4, 400, true, true, InterconnectNVSwitch},
+		"p5.48xlarge":      {8, 32, 3200, true, true, InterconnectNVSwitch},
+		"p5e.48xlarge":     {8, 32, 3200, true, true, InterconnectNVSwitch},
+		"p5en.48xlarge":    {8, 16, 3200, true, true, InterconnectNVSwitch},
+		"p6-b200.48xlarge": {8, 8, 3200, true, true, InterconnectNVSwitch},
+		"g6e.xlarge":       {1, 0, 20, false, false, InterconnectNone},
+		"g6e.2xlarge":      {1, 0, 20, false, false, InterconnectNone},
+		"g6e.4xlarge":      {1, 0, 20, false, false, InterconnectNone},
+		"g6e.8xlarge":      {1, 1, 25, false, false, InterconnectNone},
+		"g6e.16xlarge":     {1, 1, 35, false, false, InterconnectNone},
+		"g6e.12xlarge":     {4, 1, 100, false, false, InterconnectPCIe},
+		"g6e.24xlarge":     {4, 2, 200, false, false, InterconnectPCIe},
+		"g6e.48xlarge":     {8, 4, 400, false, false, InterconnectPCIe},
+	}
+	for name, want := range design {
+		it, ok := LookupInstanceType(name)
+		if !ok {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		got := facts{it.GPUCount, it.MaxEFA, it.NetworkGbps, it.FabricManager, it.GPUDirectRDMA, it.Interconnect}
+		if got != want {
+			t.Errorf("%s: catalog %+v, DESIGN.md %+v", name, got, want)
+		}
+	}
+	if it, _ := LookupInstanceType("g6e.12xlarge"); it.GPUsCanP2P() {
+		t.Error("g6e.12xlarge GPUs see each other as NODE (field measurement): no P2P")
+	}
+}
+
+// TestCatalogInvariants holds for every entry, present and future.
+func TestCatalogInvariants(t *testing.T) {
+	for _, it := range InstanceTypes() {
+		t.Run(it.Name, func(t *testing.T) {
+			check := func(ok bool, format string, args ...any) {
+				t.Helper()
+				if !ok {
+					t.Errorf(format, args...)
+				}
+			}
+			check(it.GPUCount >= 1 && it.GPUMemoryGiB > 0 && it.VCPUs > 0 && it.MemoryGiB > 0, "incomplete sizes: %+v", it)
+			check(it.LocalNVMeDisk > 0 && it.LocalNVMeGB > 0, "every catalog type has local NVMe")
+			check(it.EFA == (it.MaxEFA > 0), "EFA support and max EFA disagree")
+			check(it.MaxEFA <= it.NetworkCards, "one EFA per card: %d EFA on %d cards", it.MaxEFA, it.NetworkCards)
+			check(!it.EFA || it.MaxENIsPerCard >= 2, "card 0 must hold the primary interface and the first EFA")
+			check(!it.GPUDirectRDMA || it.EFA, "GPUDirect RDMA is over EFA")
+			check((it.Interconnect == InterconnectNVSwitch) == it.FabricManager, "fabric manager is required exactly on NVSwitch types")
+			check((it.Interconnect == InterconnectNVSwitch) == (it.NVLinkGeneration > 0 && it.NVLinkGBps > 0), "NVLink figures only on NVSwitch types")
+			check((it.GPUCount == 1) == (it.Interconnect == InterconnectNone), "single-GPU types have no interconnect")
+			check(it.NetworkGbps > 0 && it.NetworkGbps%it.NetworkCards == 0, "bandwidth %d does not split evenly over %d cards", it.NetworkGbps, it.NetworkCards)
+		})
+	}
+}

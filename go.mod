@@ -1,6 +1,6 @@
 module github.com/gpucluster/gpucluster
 
-go 1.26.8
+go 1.26.6
 
 require (
 	github.com/aws/amazon-vpc-cni-k8s v1.23.2

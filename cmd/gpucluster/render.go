@@ -130,20 +130,12 @@ func prefixed(prefix, s string) string {
 	return prefix + s
 }
 
-func mapString(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, ", ")
-}
+func mapString(m map[string]string) string { return joinSorted(m, "%s=%s") }
 
-func intMapString(m map[string]int) string {
+func intMapString(m map[string]int) string { return joinSorted(m, "%s: %d") }
+
+// joinSorted formats a map's entries in key order, comma-separated.
+func joinSorted[V any](m map[string]V, format string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -151,7 +143,7 @@ func intMapString(m map[string]int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
 	return strings.Join(parts, ", ")
 }

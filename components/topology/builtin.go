@@ -1,7 +1,5 @@
 package topology
 
-import "sort"
-
 // DefaultShmSize is the /dev/shm size of training pods. The field experiments ran with 64Gi; the
 // container default of 64Mi starves NCCL's SHM transport (shared/DESIGN.md §1).
 const DefaultShmSize = "64Gi"
@@ -82,11 +80,4 @@ func BuiltinProfile(name string) (Profile, bool) {
 }
 
 // BuiltinProfileNames lists the built-in profiles, sorted.
-func BuiltinProfileNames() []string {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func BuiltinProfileNames() []string { return sortedKeys(builtins) }

@@ -44,7 +44,8 @@ func poolTolerations(p Profile) []Toleration {
 	return append([]Toleration{gpuToleration}, p.Tolerations...)
 }
 
-func sortedKeys(m map[string]string) []string {
+// sortedKeys returns a map's keys in order: output and error reports never depend on map order.
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -107,8 +107,8 @@ func TestValidate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(good, "config:\n  gpucluster:pools:\n    - {name: a, profile: p5-efa}\n    - {name: b, profile: g6e-ena}\n")
-	write(bad, "config:\n  gpucluster:pools:\n    - name: a\n      profile: p4d-efa\n      efaInterfaces: 9\n      shmsize: 1Gi\n")
+	write(good, "config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: a, profile: p5-efa}\n    - {name: b, profile: g6e-ena}\n")
+	write(bad, "config:\n  gpucluster:pools:\n    - name: a\n      profile: p4d-efa\n      efaInterfaces: 9\n      shmsize: 1Gi\n  aws:region: us-east-1\n")
 
 	code, out, errOut := runCLI("validate", good)
 	if code != 0 || !strings.Contains(out, "valid, 2 pool(s)") || !strings.Contains(out, "pool b (profile g6e-ena)") {

@@ -6,9 +6,13 @@ package topology
 
 // StackSpec is the derived spec of a whole stack.
 type StackSpec struct {
-	// Source is the stack file the spec was derived from ("builtin:NAME" for a bare profile).
-	Source string     `json:"source"`
-	Pools  []PoolSpec `json:"pools"`
+	// Source is the stack file the spec was derived from.
+	Source  string          `json:"source"`
+	Stack   string          `json:"stack"`
+	Region  string          `json:"region"`
+	Cluster ClusterSettings `json:"cluster"`
+	VPC     VPCSettings     `json:"vpc"`
+	Pools   []PoolSpec      `json:"pools"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

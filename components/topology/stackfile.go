@@ -21,10 +21,15 @@ const KeyPools = ConfigNamespace + ":pools"
 // "<cluster>-<pool>-…") inside EKS's 63-character node group name limit.
 const maxPoolNameLength = 24
 
-// Stack is a parsed, validated stack file: its pools, each a built-in profile with overrides.
+// Stack is a parsed, validated stack file: its settings and its pools, each a built-in profile
+// with overrides.
 type Stack struct {
-	File  string
-	Pools []Pool
+	File    string
+	Name    string
+	Region  string
+	Cluster ClusterSettings
+	VPC     VPCSettings
+	Pools   []Pool
 }
 
 // Pool is one GPU pool of a stack.
@@ -37,7 +42,8 @@ type Pool struct {
 var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment"}
 
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
-var gpuclusterKeys = []string{KeyPools}
+var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
+	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets}
 
 // LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
 // listing every problem of the file, each with file, line, key and fix.
@@ -55,7 +61,8 @@ func LoadStack(path string) (StackSpec, error) {
 
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
-	spec := StackSpec{Source: st.File, Pools: make([]PoolSpec, 0, len(st.Pools))}
+	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC,
+		Pools: make([]PoolSpec, 0, len(st.Pools))}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -84,11 +91,15 @@ func ParseStack(file string, data []byte) (Stack, error) {
 	if !r.expectKind(root, yaml.MappingNode, "(file)", "a mapping with a config: block") {
 		return st, r.result()
 	}
-	var poolsNode *yaml.Node
+	settings := map[string]*yaml.Node{}
+	lines := map[string]int{}
+	var region string
+	configLine := root.Line
 	r.eachKey(root, "", stackFileKeys, func(k string, key, val *yaml.Node) {
 		if k != "config" || !r.expectKind(val, yaml.MappingNode, "config", "a mapping of namespaced keys") {
 			return
 		}
+		configLine = key.Line
 		for i := 0; i+1 < len(val.Content); i += 2 {
 			key, v := val.Content[i], val.Content[i+1]
 			ns, _, namespaced := strings.Cut(key.Value, ":")
@@ -96,23 +107,39 @@ func ParseStack(file string, data []byte) (Stack, error) {
 			case !namespaced:
 				r.fail(key.Line, keyText(key), "write it as gpucluster:"+keyText(key)+" (or with the provider's namespace, e.g. aws:region)",
 					"config keys are namespaced")
+			case key.Value == KeyRegion:
+				region, _ = r.scalarString(v, KeyRegion)
+				lines[KeyRegion] = key.Line
 			case ns != ConfigNamespace:
 				// Another namespace (aws:, kubernetes:, pulumi:): the provider's to read.
-			case key.Value == KeyPools:
-				poolsNode = v
-			default:
+			case !contains(gpuclusterKeys, key.Value):
 				r.fail(key.Line, key.Value, "use one of: "+strings.Join(gpuclusterKeys, ", "),
 					"unknown key%s", suggest(key.Value, gpuclusterKeys))
+			case settings[key.Value] != nil:
+				r.fail(key.Line, key.Value, "keep one and remove the other", "%s is set twice", key.Value)
+			default:
+				settings[key.Value] = v
+				lines[key.Value] = key.Line
 			}
 		}
 	})
+	st.Name, st.Region = StackName(file), region
+	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
+	for _, prob := range validateSettings(region, st.Cluster, st.VPC) {
+		line, inherited := problemLine(prob.Key, lines)
+		if inherited {
+			line = configLine
+		}
+		r.fail(line, prob.Key, prob.Fix, "%s", prob.Message)
+	}
+	poolsNode := settings[KeyPools]
 	if poolsNode == nil {
 		if len(r.errs) == 0 {
-			r.fail(root.Line, KeyPools, "add "+KeyPools+": with at least one pool (- name: gpu, profile: dev)", "the stack declares no GPU pool")
+			r.fail(configLine, KeyPools, "add "+KeyPools+": with at least one pool (- name: gpu, profile: dev)", "the stack declares no GPU pool")
 		}
 		return st, r.result()
 	}
-	st.Pools = r.pools(poolsNode)
+	st.Pools = r.pools(poolsNode, st.VPC.AvailabilityZones)
 	return st, r.result()
 }
 
@@ -201,7 +228,7 @@ func yamlErrorLine(err error) int {
 	return 0
 }
 
-func (r *reader) pools(n *yaml.Node) []Pool {
+func (r *reader) pools(n *yaml.Node, vpcZones []string) []Pool {
 	if !r.expectKind(n, yaml.SequenceNode, KeyPools, "a list of pools (- name: …, profile: …)") {
 		return nil
 	}
@@ -213,7 +240,7 @@ func (r *reader) pools(n *yaml.Node) []Pool {
 	names := map[string]int{}
 	for i, item := range n.Content {
 		key := fmt.Sprintf("%s[%d]", KeyPools, i)
-		pool, ok := r.pool(item, key)
+		pool, ok := r.pool(item, key, vpcZones)
 		if first, dup := names[pool.Name]; dup && pool.Name != "" {
 			r.fail(item.Line, key+".name", "give every pool its own name", "pool name %q is already used by %s[%d]", pool.Name, KeyPools, first)
 			continue
@@ -229,7 +256,7 @@ func (r *reader) pools(n *yaml.Node) []Pool {
 // pool parses one pool: name, the profile it starts from, and overrides. It reports the pool's
 // profile problems at the line of the key that set the value, or at `profile:` when the value
 // is inherited from the built-in.
-func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
+func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) {
 	if !r.expectKind(n, yaml.MappingNode, key, "a pool mapping (name: …, profile: …)") {
 		return Pool{}, false
 	}
@@ -268,7 +295,13 @@ func (r *reader) pool(n *yaml.Node, key string) (Pool, bool) {
 	p := base
 	explicit := r.overrides(n, key, &p, lines)
 	before := len(r.errs)
-	for _, prob := range Validate(p) {
+	problems := Validate(p)
+	if len(problems) == 0 {
+		var zoneProblems []Problem
+		p.AvailabilityZones, zoneProblems = resolvePoolZones(p, vpcZones)
+		problems = zoneProblems
+	}
+	for _, prob := range problems {
 		line, inherited := problemLine(prob.Key, lines)
 		msg := prob.Message
 		if inherited {

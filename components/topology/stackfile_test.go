@@ -119,7 +119,7 @@ func TestEveryBadInputNamesFileLineKeyAndFix(t *testing.T) {
 			if c.name == "bad pool name" {
 				name = "P"
 			}
-			yaml := "config:\n  gpucluster:pools:\n    - name: " + name + "\n      " + c.pool + "\n"
+			yaml := "config:\n  gpucluster:pools:\n    - name: " + name + "\n      " + c.pool + "\n  aws:region: us-east-1\n"
 			errs := parseErrors(t, yaml)
 			for _, e := range errs {
 				if e.Key == KeyPools+strings.TrimPrefix(c.key, "pools") && e.Line == c.line && strings.Contains(e.Message, c.msg) {
@@ -143,6 +143,7 @@ func TestAllErrorsOfAFileAreReportedTogether(t *testing.T) {
       profile: nope
     - name: a
       profile: dev
+  aws:region: us-east-1
 `
 	errs := parseErrors(t, yaml)
 	var got []string
@@ -164,16 +165,17 @@ func TestAllErrorsOfAFileAreReportedTogether(t *testing.T) {
 
 func TestFileLevelErrors(t *testing.T) {
 	cases := map[string]string{
-		"":                                    "the file is empty",
-		"config: {a: b":                       "fix the YAML syntax",
-		"- 1":                                 "expected a mapping",
-		"config:\n  aws:region: us-east-1\n":  "declares no GPU pool",
-		"config:\n  gpucluster:pools: []\n":   "pool list is empty",
-		"config:\n  gpucluster:pools: x\n":    "expected a list of pools",
-		"config:\n  pools: []\n":              "config keys are namespaced",
-		"configs: {}\n":                       `did you mean "config"`,
-		"config:\n  gpucluster:pools:\n  - 3": "expected a pool mapping",
-		"config:\n  gpucluster:pools:\n  - name: x\n": "names no profile",
+		"":                                   "the file is empty",
+		"config: {a: b":                      "fix the YAML syntax",
+		"- 1":                                "expected a mapping",
+		"config:\n  aws:region: us-east-1\n": "declares no GPU pool",
+		"config:\n  gpucluster:pools: [{name: a, profile: dev}]\n": "the stack names no AWS region",
+		"config:\n  gpucluster:pools: []\n":                        "pool list is empty",
+		"config:\n  gpucluster:pools: x\n":                         "expected a list of pools",
+		"config:\n  pools: []\n":                                   "config keys are namespaced",
+		"configs: {}\n":                                            `did you mean "config"`,
+		"config:\n  gpucluster:pools:\n  - 3":                      "expected a pool mapping",
+		"config:\n  gpucluster:pools:\n  - name: x\n":              "names no profile",
 	}
 	for in, want := range cases {
 		errs := parseErrors(t, in)
@@ -186,7 +188,7 @@ func TestFileLevelErrors(t *testing.T) {
 func TestLoadStackReadsAFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Pulumi.x.yaml")
-	if err := os.WriteFile(path, []byte("config:\n  gpucluster:pools:\n    - {name: gpu, profile: dev}\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: gpu, profile: dev}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := LoadStack(path)

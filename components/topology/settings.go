@@ -1,0 +1,242 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ClusterSettings are the stack's EKS control-plane settings.
+type ClusterSettings struct {
+	Name              string `json:"name"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// The private endpoint is always on: nodes reach the API server inside the VPC.
+	EndpointPrivateAccess bool     `json:"endpointPrivateAccess"`
+	EndpointPublicAccess  bool     `json:"endpointPublicAccess"`
+	PublicAccessCIDRs     []string `json:"publicAccessCidrs"`
+	// AdminRoleARNs get cluster-admin access entries (the identity running `pulumi up` is admin
+	// already, as EKS's cluster creator).
+	AdminRoleARNs []string `json:"adminRoleArns"`
+	LogTypes      []string `json:"logTypes"`
+	// ServiceCIDR is fixed so that custom-AMI nodes can be bootstrapped without reading it back.
+	ServiceCIDR string      `json:"serviceCidr"`
+	SystemNodes SystemNodes `json:"systemNodes"`
+}
+
+// SystemNodes is the small untainted node group every cluster needs: CoreDNS, the Karpenter
+// controller and other cluster services do not tolerate the GPU taint and would stay Pending.
+type SystemNodes struct {
+	InstanceType string `json:"instanceType"`
+	Count        int    `json:"count"`
+}
+
+// VPCSettings say whether gpucluster creates the VPC, and which zones and subnets pools use.
+type VPCSettings struct {
+	Create            bool     `json:"create"`
+	CIDR              string   `json:"cidr,omitempty"`
+	AvailabilityZones []string `json:"availabilityZones"`
+	VPCID             string   `json:"vpcId,omitempty"`
+	// PrivateSubnets and PublicSubnets map zone to subnet id for an existing VPC.
+	PrivateSubnets map[string]string `json:"privateSubnets,omitempty"`
+	PublicSubnets  map[string]string `json:"publicSubnets,omitempty"`
+}
+
+// Defaults for the stack-level settings.
+const (
+	DefaultKubernetesVersion = "1.34" // matches the kube-apiserver the tests validate objects with
+	DefaultVPCCIDR           = "10.0.0.0/16"
+	DefaultServiceCIDR       = "172.20.0.0/16" // EKS's default service range
+	DefaultSystemInstance    = "m7i.large"
+	DefaultSystemNodes       = 2
+)
+
+// AllLogTypes are every EKS control-plane log type (EKS API: LogSetup.types).
+var AllLogTypes = []string{"api", "audit", "authenticator", "controllerManager", "scheduler"}
+
+// Stack config keys for the settings (pools are KeyPools).
+const (
+	KeyRegion               = "aws:region"
+	KeyClusterName          = ConfigNamespace + ":clusterName"
+	KeyKubernetesVersion    = ConfigNamespace + ":kubernetesVersion"
+	KeyEndpointPublicAccess = ConfigNamespace + ":endpointPublicAccess"
+	KeyPublicAccessCIDRs    = ConfigNamespace + ":publicAccessCidrs"
+	KeyAdminRoleARNs        = ConfigNamespace + ":adminRoleArns"
+	KeySystemNodes          = ConfigNamespace + ":systemNodes"
+	KeyVPCCIDR              = ConfigNamespace + ":vpcCidr"
+	KeyAvailabilityZones    = ConfigNamespace + ":availabilityZones"
+	KeyVPCID                = ConfigNamespace + ":vpcId"
+	KeyPrivateSubnets       = ConfigNamespace + ":privateSubnets"
+	KeyPublicSubnets        = ConfigNamespace + ":publicSubnets"
+)
+
+var (
+	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	clusterNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	versionPattern     = regexp.MustCompile(`^1\.([0-9]+)$`)
+	principalPattern   = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/.+$`)
+	vpcIDPattern       = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	subnetIDPattern    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	instanceTypeSyntax = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9]+$`)
+)
+
+// maxClusterNameLength keeps "<cluster>-<pool>" node group names within EKS's 63 characters.
+const maxClusterNameLength = 38
+
+// minKubernetesMinor is the oldest EKS version with access entries and AL2023 NVIDIA images.
+const minKubernetesMinor = 30
+
+// StackName is the stack a file belongs to: "dev" for stacks/Pulumi.dev.yaml.
+func StackName(file string) string {
+	base := filepath.Base(file)
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	return strings.TrimPrefix(base, "Pulumi.")
+}
+
+// settingsDefaults fills every setting the stack file leaves out.
+func settingsDefaults(stack, region string) (ClusterSettings, VPCSettings) {
+	c := ClusterSettings{
+		Name:                  stack,
+		KubernetesVersion:     DefaultKubernetesVersion,
+		EndpointPrivateAccess: true,
+		EndpointPublicAccess:  true,
+		PublicAccessCIDRs:     []string{"0.0.0.0/0"},
+		AdminRoleARNs:         []string{},
+		LogTypes:              append([]string(nil), AllLogTypes...),
+		ServiceCIDR:           DefaultServiceCIDR,
+		SystemNodes:           SystemNodes{InstanceType: DefaultSystemInstance, Count: DefaultSystemNodes},
+	}
+	v := VPCSettings{Create: true, CIDR: DefaultVPCCIDR}
+	if region != "" {
+		v.AvailabilityZones = []string{region + "a", region + "b"}
+	}
+	return c, v
+}
+
+// validateSettings checks the stack-level settings; key names the config key of each problem.
+func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem {
+	var ps problems
+	switch {
+	case region == "":
+		ps.add(KeyRegion, "add aws:region: <region> (e.g. us-east-1) to the config block", "the stack names no AWS region")
+	case !regionPattern.MatchString(region):
+		ps.add(KeyRegion, "write a region name such as us-east-1", "%q is not an AWS region name", region)
+	}
+	if !clusterNamePattern.MatchString(c.Name) || len(c.Name) > maxClusterNameLength {
+		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, maxClusterNameLength),
+			"cluster name %q (the stack name by default) cannot name the EKS cluster and its node groups", c.Name)
+	}
+	if m := versionPattern.FindStringSubmatch(c.KubernetesVersion); m == nil || atoi(m[1]) < minKubernetesMinor {
+		ps.add(KeyKubernetesVersion, fmt.Sprintf("write an EKS version such as %q (1.%d or newer)", DefaultKubernetesVersion, minKubernetesMinor),
+			"%q is not a supported EKS Kubernetes version", c.KubernetesVersion)
+	}
+	for i, cidr := range c.PublicAccessCIDRs {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			ps.add(fmt.Sprintf("%s[%d]", KeyPublicAccessCIDRs, i), "write an IPv4 CIDR such as 203.0.113.0/24", "%q is not a CIDR", cidr)
+		}
+	}
+	if c.EndpointPublicAccess && len(c.PublicAccessCIDRs) == 0 {
+		ps.add(KeyPublicAccessCIDRs, "list the CIDRs allowed to reach the public endpoint, or set endpointPublicAccess: false",
+			"a public endpoint needs at least one allowed CIDR")
+	}
+	for i, arn := range c.AdminRoleARNs {
+		if !principalPattern.MatchString(arn) {
+			ps.add(fmt.Sprintf("%s[%d]", KeyAdminRoleARNs, i), "write an IAM role or user ARN: arn:aws:iam::123456789012:role/name",
+				"%q is not an IAM role or user ARN", arn)
+		}
+	}
+	if c.SystemNodes.Count < 1 {
+		ps.add(KeySystemNodes+".count", "set count to 1 or more (2 keeps CoreDNS available during node replacement)",
+			"a cluster needs untainted system nodes: CoreDNS and the Karpenter controller do not run on tainted GPU nodes")
+	}
+	if !instanceTypeSyntax.MatchString(c.SystemNodes.InstanceType) {
+		ps.add(KeySystemNodes+".instanceType", "write an EC2 instance type such as m7i.large", "%q is not an instance type", c.SystemNodes.InstanceType)
+	}
+	validateVPC(&ps, region, v)
+	return ps
+}
+
+func validateVPC(ps *problems, region string, v VPCSettings) {
+	zoneKey := KeyAvailabilityZones
+	if !v.Create {
+		zoneKey = KeyPrivateSubnets
+		if !vpcIDPattern.MatchString(v.VPCID) {
+			ps.add(KeyVPCID, "write the id as EC2 prints it: vpc- and 8 or 17 hex digits", "%q is not a VPC id", v.VPCID)
+		}
+		if len(v.PrivateSubnets) < 2 {
+			ps.add(KeyPrivateSubnets, "map at least two Availability Zones to private subnets: {us-east-1a: subnet-…, us-east-1b: subnet-…}",
+				"EKS needs subnets in at least two zones; %d private subnet(s) given", len(v.PrivateSubnets))
+		}
+		for _, m := range []struct {
+			key     string
+			subnets map[string]string
+		}{{KeyPrivateSubnets, v.PrivateSubnets}, {KeyPublicSubnets, v.PublicSubnets}} {
+			for _, z := range sortedKeys(m.subnets) {
+				if !subnetIDPattern.MatchString(m.subnets[z]) {
+					ps.add(m.key+"."+z, "write the id as EC2 prints it: subnet- and 8 or 17 hex digits", "%q is not a subnet id", m.subnets[z])
+				}
+			}
+		}
+	} else {
+		prefix, err := netip.ParsePrefix(v.CIDR)
+		switch {
+		case err != nil || !prefix.Addr().Is4():
+			ps.add(KeyVPCCIDR, "write an IPv4 CIDR such as 10.0.0.0/16", "%q is not an IPv4 CIDR", v.CIDR)
+		case prefix.Bits() < 16 || prefix.Bits() > 20:
+			ps.add(KeyVPCCIDR, "use a prefix between /16 and /20", "a /%d VPC cannot hold the subnets (AWS allows /16 to /28; gpucluster carves /19s from a /16)", prefix.Bits())
+		}
+		// Without a region the default zones are unknown; the region error already says so.
+		if (region != "" || len(v.AvailabilityZones) > 0) && (len(v.AvailabilityZones) < 2 || len(v.AvailabilityZones) > maxZones) {
+			ps.add(zoneKey, fmt.Sprintf("list 2 to %d zones of the region", maxZones),
+				"EKS needs subnets in at least two Availability Zones; %d given", len(v.AvailabilityZones))
+		}
+	}
+	seen := map[string]bool{}
+	for i, z := range v.AvailabilityZones {
+		key := fmt.Sprintf("%s[%d]", zoneKey, i)
+		if !v.Create {
+			key = zoneKey + "." + z
+		}
+		if seen[z] {
+			ps.add(key, "list each zone once", "%q is listed twice", z)
+		}
+		seen[z] = true
+		if region != "" && !(strings.HasPrefix(z, region) && len(z) == len(region)+1) {
+			ps.add(key, fmt.Sprintf("use a zone of %s, such as %sa", region, region), "%q is not a zone of region %s", z, region)
+		}
+	}
+}
+
+// maxZones: a /16 VPC is carved into 8 /19 blocks, 6 for private subnets, one for public ones.
+const maxZones = 6
+
+// resolvePoolZones places each pool in zones of the VPC: the pool's own (which must be VPC
+// zones), else one zone for pools that need one (EFA, cluster placement), else every zone.
+func resolvePoolZones(p Profile, vpcZones []string) ([]string, []Problem) {
+	if len(p.AvailabilityZones) > 0 {
+		var ps problems
+		for i, z := range p.AvailabilityZones {
+			if !contains(vpcZones, z) {
+				ps.add(fmt.Sprintf("availabilityZones[%d]", i), "use one of the VPC's zones: "+strings.Join(vpcZones, ", "),
+					"zone %q has no subnet in this stack's VPC", z)
+			}
+		}
+		return p.AvailabilityZones, ps
+	}
+	if len(vpcZones) == 0 {
+		return nil, nil
+	}
+	if p.Fabric == FabricEFA || p.Placement == PlacementCluster {
+		return vpcZones[:1], nil
+	}
+	return append([]string(nil), vpcZones...), nil
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, r := range s {
+		n = n*10 + int(r-'0')
+	}
+	return n
+}

@@ -1,0 +1,94 @@
+package topology
+
+import (
+	"go.yaml.in/yaml/v3"
+)
+
+// settings reads the stack-level keys over their defaults. Problems of form (types, unknown
+// nested keys) are reported here; problems of value are validateSettings'.
+func (r *reader) settings(nodes map[string]*yaml.Node, stack, region string, lines map[string]int) (ClusterSettings, VPCSettings) {
+	c, v := settingsDefaults(stack, region)
+	if n := nodes[KeyClusterName]; n != nil {
+		c.Name, _ = r.scalarString(n, KeyClusterName)
+	}
+	if n := nodes[KeyKubernetesVersion]; n != nil {
+		c.KubernetesVersion, _ = r.scalarString(n, KeyKubernetesVersion)
+	}
+	if n := nodes[KeyEndpointPublicAccess]; n != nil {
+		if b, ok := r.scalarBool(n, KeyEndpointPublicAccess); ok {
+			c.EndpointPublicAccess = b
+		}
+	}
+	if n := nodes[KeyPublicAccessCIDRs]; n != nil {
+		if l, ok := r.stringList(n, KeyPublicAccessCIDRs, KeyPublicAccessCIDRs, lines); ok {
+			c.PublicAccessCIDRs = l
+		}
+	}
+	if n := nodes[KeyAdminRoleARNs]; n != nil {
+		if l, ok := r.stringList(n, KeyAdminRoleARNs, KeyAdminRoleARNs, lines); ok {
+			c.AdminRoleARNs = l
+		}
+	}
+	if n := nodes[KeySystemNodes]; n != nil && r.expectKind(n, yaml.MappingNode, KeySystemNodes, "a mapping {instanceType: m7i.large, count: 2}") {
+		r.eachKey(n, KeySystemNodes+".", []string{"instanceType", "count"}, func(k string, kn, val *yaml.Node) {
+			lines[KeySystemNodes+"."+k] = kn.Line
+			switch k {
+			case "instanceType":
+				if s, ok := r.scalarString(val, KeySystemNodes+".instanceType"); ok {
+					c.SystemNodes.InstanceType = s
+				}
+			case "count":
+				if i, ok := r.scalarInt(val, KeySystemNodes+".count"); ok {
+					c.SystemNodes.Count = i
+				}
+			}
+		})
+	}
+
+	existing := nodes[KeyVPCID] != nil
+	if existing {
+		v = VPCSettings{}
+		v.VPCID, _ = r.scalarString(nodes[KeyVPCID], KeyVPCID)
+		for _, key := range []string{KeyVPCCIDR, KeyAvailabilityZones} {
+			if nodes[key] != nil {
+				r.fail(lines[key], key, "remove it: an existing VPC's zones are the keys of "+KeyPrivateSubnets,
+					"%s only applies to a VPC gpucluster creates, and %s is set", key, KeyVPCID)
+			}
+		}
+		if n := nodes[KeyPrivateSubnets]; n != nil {
+			v.PrivateSubnets, _ = r.stringMap(n, KeyPrivateSubnets, KeyPrivateSubnets, lines)
+		}
+		if n := nodes[KeyPublicSubnets]; n != nil {
+			v.PublicSubnets, _ = r.stringMap(n, KeyPublicSubnets, KeyPublicSubnets, lines)
+		}
+		v.AvailabilityZones = sortedKeys(v.PrivateSubnets)
+		return c, v
+	}
+	for _, key := range []string{KeyPrivateSubnets, KeyPublicSubnets} {
+		if nodes[key] != nil {
+			r.fail(lines[key], key, "set "+KeyVPCID+" to use existing subnets, or remove "+key,
+				"%s names subnets of an existing VPC, but no %s is set", key, KeyVPCID)
+		}
+	}
+	if n := nodes[KeyVPCCIDR]; n != nil {
+		v.CIDR, _ = r.scalarString(n, KeyVPCCIDR)
+	}
+	if n := nodes[KeyAvailabilityZones]; n != nil {
+		if l, ok := r.stringList(n, KeyAvailabilityZones, KeyAvailabilityZones, lines); ok {
+			v.AvailabilityZones = l
+		}
+	}
+	return c, v
+}
+
+func (r *reader) scalarBool(v *yaml.Node, key string) (bool, bool) {
+	if !r.expectKind(v, yaml.ScalarNode, key, "true or false") {
+		return false, false
+	}
+	var b bool
+	if v.Tag != "!!bool" || v.Decode(&b) != nil {
+		r.fail(v.Line, key, "write true or false", "%q is not true or false", v.Value)
+		return false, false
+	}
+	return b, true
+}

@@ -69,7 +69,12 @@ const (
 	KeyVPCID                = ConfigNamespace + ":vpcId"
 	KeyPrivateSubnets       = ConfigNamespace + ":privateSubnets"
 	KeyPublicSubnets        = ConfigNamespace + ":publicSubnets"
+	KeyTrainingImage        = ConfigNamespace + ":trainingImage"
 )
+
+// DefaultTrainingImage runs nccl-tests with EFA, libfabric and aws-ofi-nccl: the image AWS's
+// EFA-on-EKS examples use. The training pod template carries it until a stack names its own.
+const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:latest"
 
 var (
 	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
@@ -212,7 +217,8 @@ func validateVPC(ps *problems, region string, v VPCSettings) {
 const maxZones = 6
 
 // resolvePoolZones places each pool in zones of the VPC: the pool's own (which must be VPC
-// zones), else one zone for pools that need one (EFA, cluster placement), else every zone.
+// zones), else the VPC's first zone. A pool is one topology unit: EFA traffic stays in one
+// subnet and a cluster placement group in one zone; an ENA pool is spread only on request.
 func resolvePoolZones(p Profile, vpcZones []string) ([]string, []Problem) {
 	if len(p.AvailabilityZones) > 0 {
 		var ps problems
@@ -227,10 +233,7 @@ func resolvePoolZones(p Profile, vpcZones []string) ([]string, []Problem) {
 	if len(vpcZones) == 0 {
 		return nil, nil
 	}
-	if p.Fabric == FabricEFA || p.Placement == PlacementCluster {
-		return vpcZones[:1], nil
-	}
-	return append([]string(nil), vpcZones...), nil
+	return vpcZones[:1], nil
 }
 
 func atoi(s string) int {

@@ -34,8 +34,8 @@ func TestSettingsDefaultsAndZoneResolution(t *testing.T) {
 	for _, p := range spec.Pools {
 		zones[p.Name] = fmt.Sprint(p.AvailabilityZones)
 	}
-	// EFA pools need one zone; an ENA pool without placement spreads; an explicit zone is kept.
-	want := map[string]string{"train": "[us-west-2a]", "dev": "[us-west-2a us-west-2b]", "b": "[us-west-2b]"}
+	// Every pool gets one zone unless it lists its own; an explicit zone is kept.
+	want := map[string]string{"train": "[us-west-2a]", "dev": "[us-west-2a]", "b": "[us-west-2b]"}
 	if fmt.Sprint(zones) != fmt.Sprint(want) {
 		t.Errorf("zones %v, want %v", zones, want)
 	}

@@ -12,7 +12,9 @@ type StackSpec struct {
 	Region  string          `json:"region"`
 	Cluster ClusterSettings `json:"cluster"`
 	VPC     VPCSettings     `json:"vpc"`
-	Pools   []PoolSpec      `json:"pools"`
+	// TrainingImage is the image of the exported training pod templates.
+	TrainingImage string     `json:"trainingImage"`
+	Pools         []PoolSpec `json:"pools"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

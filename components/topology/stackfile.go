@@ -24,12 +24,13 @@ const maxPoolNameLength = 24
 // Stack is a parsed, validated stack file: its settings and its pools, each a built-in profile
 // with overrides.
 type Stack struct {
-	File    string
-	Name    string
-	Region  string
-	Cluster ClusterSettings
-	VPC     VPCSettings
-	Pools   []Pool
+	File          string
+	Name          string
+	Region        string
+	Cluster       ClusterSettings
+	VPC           VPCSettings
+	TrainingImage string
+	Pools         []Pool
 }
 
 // Pool is one GPU pool of a stack.
@@ -43,7 +44,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
-	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets}
+	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage}
 
 // LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
 // listing every problem of the file, each with file, line, key and fix.
@@ -61,7 +62,7 @@ func LoadStack(path string) (StackSpec, error) {
 
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
-	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC,
+	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage,
 		Pools: make([]PoolSpec, 0, len(st.Pools))}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
@@ -125,6 +126,15 @@ func ParseStack(file string, data []byte) (Stack, error) {
 	})
 	st.Name, st.Region = StackName(file), region
 	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
+	st.TrainingImage = DefaultTrainingImage
+	if n := settings[KeyTrainingImage]; n != nil {
+		if img, ok := r.scalarString(n, KeyTrainingImage); ok {
+			if strings.TrimSpace(img) == "" || strings.ContainsAny(img, " \t\n") {
+				r.fail(n.Line, KeyTrainingImage, "write an image reference such as registry/name:tag", "%q is not an image reference", img)
+			}
+			st.TrainingImage = img
+		}
+	}
 	for _, prob := range validateSettings(region, st.Cluster, st.VPC) {
 		line, inherited := problemLine(prob.Key, lines)
 		if inherited {
@@ -365,3 +375,7 @@ func parentKey(k string) string {
 	}
 	return ""
 }
+
+// ConfigKeys lists the stack config keys gpucluster reads (besides aws:region), for Pulumi.yaml's
+// typed config block and the documentation.
+func ConfigKeys() []string { return append([]string(nil), gpuclusterKeys...) }

@@ -1,0 +1,143 @@
+// Package cluster builds the EKS control plane (through pulumi-eks), its KMS key, security
+// groups, the node IAM role and the small untainted system node group.
+package cluster
+
+import (
+	"fmt"
+
+	awseks "github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/kms"
+	"github.com/pulumi/pulumi-eks/sdk/v2/go/eks"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// Args configure a Cluster.
+type Args struct {
+	Region           string
+	Settings         topology.ClusterSettings
+	VpcID            pulumi.StringInput
+	PrivateSubnetIDs pulumi.StringArrayInput
+	PublicSubnetIDs  pulumi.StringArrayInput
+	Tags             map[string]string
+}
+
+// Cluster is the gpucluster:index:Cluster component.
+type Cluster struct {
+	pulumi.ResourceState
+
+	Name                 pulumi.StringOutput `pulumi:"name"`
+	Kubeconfig           pulumi.StringOutput `pulumi:"kubeconfig"` // secret
+	Endpoint             pulumi.StringOutput `pulumi:"endpoint"`
+	CertificateAuthority pulumi.StringOutput `pulumi:"certificateAuthority"` // base64 PEM
+	NodeSecurityGroupID  pulumi.StringOutput `pulumi:"nodeSecurityGroupId"`
+	NodeRoleARN          pulumi.StringOutput `pulumi:"nodeRoleArn"`
+	NodeRoleName         pulumi.StringOutput `pulumi:"nodeRoleName"`
+	SystemNodeGroup      pulumi.StringOutput `pulumi:"systemNodeGroupName"`
+
+	// EKS is the pulumi-eks component: node groups depend on it.
+	EKS *eks.Cluster
+}
+
+// ClusterAdminPolicy is the EKS access policy given to the stack's admin principals.
+const ClusterAdminPolicy = "AmazonEKSClusterAdminPolicy"
+
+// New creates the control plane and what every node needs.
+func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Cluster, error) {
+	s := args.Settings
+	c := &Cluster{}
+	props := pulumi.Map{"name": pulumi.String(s.Name), "kubernetesVersion": pulumi.String(s.KubernetesVersion)}
+	if err := ctx.RegisterComponentResourceV2("gpucluster:index:Cluster", name, props, c, opts...); err != nil {
+		return nil, err
+	}
+	child := pulumi.Parent(c)
+	tags := pulumi.ToStringMap(args.Tags)
+
+	// Secrets encryption with a key of the cluster's own, rotated yearly.
+	key, err := kms.NewKey(ctx, name+"-secrets", &kms.KeyArgs{
+		Description:          pulumi.String("EKS secrets encryption for " + s.Name),
+		EnableKeyRotation:    pulumi.Bool(true),
+		DeletionWindowInDays: pulumi.Int(7),
+		Tags:                 tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kms.NewAlias(ctx, name+"-secrets", &kms.AliasArgs{
+		Name: pulumi.String("alias/" + s.Name + "-eks-secrets"), TargetKeyId: key.KeyId,
+	}, child); err != nil {
+		return nil, err
+	}
+	sgs, err := newSecurityGroups(ctx, name, s.Name, args.VpcID, args.Tags, child)
+	if err != nil {
+		return nil, err
+	}
+	role, err := nodeRole(ctx, name, s.Name, args.Region, tags, child)
+	if err != nil {
+		return nil, err
+	}
+
+	entries := map[string]eks.AccessEntryArgs{}
+	for i, arn := range s.AdminRoleARNs {
+		entries[fmt.Sprintf("admin-%d", i)] = eks.AccessEntryArgs{
+			PrincipalArn: pulumi.String(arn),
+			AccessPolicies: map[string]eks.AccessPolicyAssociationInput{
+				"admin": eks.AccessPolicyAssociationArgs{
+					PolicyArn:   pulumi.String("arn:" + Partition(args.Region) + ":eks::aws:cluster-access-policy/" + ClusterAdminPolicy),
+					AccessScope: awseks.AccessPolicyAssociationAccessScopeArgs{Type: pulumi.String("cluster")},
+				},
+			},
+		}
+	}
+	authMode := eks.AuthenticationModeApi
+	cidrs := pulumi.ToStringArray(s.PublicAccessCIDRs)
+	if !s.EndpointPublicAccess {
+		cidrs = nil
+	}
+	c.EKS, err = eks.NewCluster(ctx, name, &eks.ClusterArgs{
+		Name:                            pulumi.String(s.Name),
+		Version:                         pulumi.String(s.KubernetesVersion),
+		VpcId:                           args.VpcID,
+		PrivateSubnetIds:                args.PrivateSubnetIDs,
+		PublicSubnetIds:                 args.PublicSubnetIDs,
+		SkipDefaultNodeGroup:            pulumi.BoolRef(true),
+		NodeAssociatePublicIpAddress:    pulumi.BoolRef(false),
+		UseDefaultVpcCni:                pulumi.BoolRef(true), // EKS's vpc-cni; no kubectl needed at deploy time
+		CreateOidcProvider:              pulumi.Bool(true),
+		AuthenticationMode:              &authMode,
+		AccessEntries:                   entries,
+		EncryptionConfigKeyArn:          key.Arn,
+		EnabledClusterLogTypes:          pulumi.ToStringArray(s.LogTypes),
+		EndpointPrivateAccess:           pulumi.Bool(s.EndpointPrivateAccess),
+		EndpointPublicAccess:            pulumi.Bool(s.EndpointPublicAccess),
+		PublicAccessCidrs:               cidrs,
+		ClusterSecurityGroup:            sgs.controlPlane,
+		KubernetesServiceIpAddressRange: pulumi.String(s.ServiceCIDR),
+		Tags:                            tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+
+	c.Name = c.EKS.KubeconfigJson.ApplyT(func(string) string { return s.Name }).(pulumi.StringOutput)
+	c.Kubeconfig = pulumi.ToSecret(c.EKS.KubeconfigJson).(pulumi.StringOutput)
+	c.Endpoint = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) { return kubeconfigField(k, "server") }).(pulumi.StringOutput)
+	c.CertificateAuthority = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) {
+		return kubeconfigField(k, "certificate-authority-data")
+	}).(pulumi.StringOutput)
+	c.NodeSecurityGroupID = sgs.node.ID().ToStringOutput()
+	c.NodeRoleARN = role.Arn
+	c.NodeRoleName = role.Name
+
+	ng, err := systemNodeGroup(ctx, name, s, c, args.PrivateSubnetIDs, tags, child)
+	if err != nil {
+		return nil, err
+	}
+	c.SystemNodeGroup = ng.NodeGroupName
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+		"name": c.Name, "kubeconfig": c.Kubeconfig, "endpoint": c.Endpoint, "certificateAuthority": c.CertificateAuthority,
+		"nodeSecurityGroupId": c.NodeSecurityGroupID, "nodeRoleArn": c.NodeRoleARN, "nodeRoleName": c.NodeRoleName,
+		"systemNodeGroupName": c.SystemNodeGroup,
+	})
+}

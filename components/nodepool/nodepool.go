@@ -1,0 +1,203 @@
+// Package nodepool turns one pool of the derived spec into AWS resources: its cluster
+// placement group, its EFA security group, its launch template and, for managed pools, its EKS
+// managed node group. Every decision comes from topology.PoolSpec; nothing here knows topology.
+package nodepool
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
+	awseks "github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/launchtemplate"
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// Args configure a NodePool.
+type Args struct {
+	Spec topology.PoolSpec
+	// ClusterName carries the dependency on the control plane.
+	ClusterName         pulumi.StringOutput
+	ClusterSettings     topology.ClusterSettings
+	VpcID               pulumi.StringInput
+	SubnetIDs           pulumi.StringArrayInput // private subnets in the pool's zones
+	NodeSecurityGroupID pulumi.StringInput
+	NodeRoleARN         pulumi.StringInput
+	// Endpoint and CertificateAuthority are read for custom images only.
+	Endpoint             pulumi.StringOutput
+	CertificateAuthority pulumi.StringOutput
+	Tags                 map[string]string
+}
+
+// NodePool is the gpucluster:index:NodePool component.
+type NodePool struct {
+	pulumi.ResourceState
+
+	PlacementGroupName pulumi.StringOutput `pulumi:"placementGroupName"` // "" without a group
+	EFASecurityGroupID pulumi.StringOutput `pulumi:"efaSecurityGroupId"` // "" without EFA
+	LaunchTemplateID   pulumi.StringOutput `pulumi:"launchTemplateId"`   // "" for Karpenter pools
+	NodeGroupName      pulumi.StringOutput `pulumi:"nodeGroupName"`      // "" for Karpenter pools
+}
+
+// Names are deterministic so that Karpenter's EC2NodeClass can select the group by name and a
+// reviewer can find every resource: "<cluster>-<pool>".
+func resourceName(cluster, pool string) string { return cluster + "-" + pool }
+
+// New creates the pool's AWS resources.
+func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*NodePool, error) {
+	spec := args.Spec
+	np := &NodePool{}
+	specInput, err := asInput(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.RegisterComponentResourceV2("gpucluster:index:NodePool", name, pulumi.Map{"spec": specInput}, np, opts...); err != nil {
+		return nil, err
+	}
+	child := pulumi.Parent(np)
+	tags := map[string]string{topology.LabelPool: spec.Name}
+	for k, v := range args.Tags {
+		tags[k] = v
+	}
+	base := resourceName(args.ClusterSettings.Name, spec.Name)
+
+	np.PlacementGroupName = pulumi.String("").ToStringOutput()
+	var group *ec2.PlacementGroup
+	if spec.Placement.Strategy != topology.PlacementNone {
+		pg := &ec2.PlacementGroupArgs{Name: pulumi.String(base), Strategy: pulumi.String(string(spec.Placement.Strategy)), Tags: pulumi.ToStringMap(tags)}
+		if spec.Placement.Strategy == topology.PlacementPartition {
+			pg.PartitionCount = pulumi.Int(spec.Placement.Partitions)
+		}
+		if group, err = ec2.NewPlacementGroup(ctx, name, pg, child); err != nil {
+			return nil, err
+		}
+		np.PlacementGroupName = group.Name
+	}
+
+	np.EFASecurityGroupID = pulumi.String("").ToStringOutput()
+	groups := pulumi.StringArray{args.NodeSecurityGroupID}
+	if len(spec.Network.EFASecurityGroup) > 0 {
+		efa, err := efaSecurityGroup(ctx, name, base, spec.Network.EFASecurityGroup, args.VpcID, tags, child)
+		if err != nil {
+			return nil, err
+		}
+		np.EFASecurityGroupID = efa.ID().ToStringOutput()
+		groups = append(groups, efa.ID())
+	}
+
+	np.LaunchTemplateID = pulumi.String("").ToStringOutput()
+	np.NodeGroupName = pulumi.String("").ToStringOutput()
+	if spec.Provisioner == topology.ProvisionerManagedNodeGroup {
+		lt, err := newLaunchTemplate(ctx, name, base, spec, group, groups, args, tags, child)
+		if err != nil {
+			return nil, err
+		}
+		ng, err := newNodeGroup(ctx, name, base, spec, lt, args, tags, child)
+		if err != nil {
+			return nil, err
+		}
+		np.LaunchTemplateID = lt.ID().ToStringOutput()
+		np.NodeGroupName = ng.NodeGroupName
+	}
+	return np, ctx.RegisterResourceOutputs(np, pulumi.Map{
+		"placementGroupName": np.PlacementGroupName, "efaSecurityGroupId": np.EFASecurityGroupID,
+		"launchTemplateId": np.LaunchTemplateID, "nodeGroupName": np.NodeGroupName,
+	})
+}
+
+// efaSecurityGroup carries the spec's self-referencing rules. The derived rules are all
+// ingress-from-self and egress-to-self; any other rule shape is refused rather than guessed.
+func efaSecurityGroup(ctx *pulumi.Context, name, base string, rules []topology.SecurityGroupRule, vpcID pulumi.StringInput,
+	tags map[string]string, opts ...pulumi.ResourceOption) (*ec2.SecurityGroup, error) {
+	sgTags := map[string]string{"Name": base + "-efa"}
+	for k, v := range tags {
+		sgTags[k] = v
+	}
+	sg, err := ec2.NewSecurityGroup(ctx, name+"-efa", &ec2.SecurityGroupArgs{
+		VpcId: vpcID, Description: pulumi.String("EFA traffic of " + base + ": all traffic to and from itself"),
+		Tags: pulumi.ToStringMap(sgTags), RevokeRulesOnDelete: pulumi.Bool(true),
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rules {
+		if !r.Self {
+			return nil, fmt.Errorf("EFA rule %+v: only self-referencing rules are supported", r)
+		}
+		var err error
+		switch r.Direction {
+		case "ingress":
+			_, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-ingress-self", &ec2.SecurityGroupRuleArgs{
+				SecurityGroupId: sg.ID(), Type: pulumi.String("ingress"), Protocol: pulumi.String(r.Protocol),
+				FromPort: pulumi.Int(r.FromPort), ToPort: pulumi.Int(r.ToPort), Self: pulumi.Bool(true), Description: pulumi.String(r.Description),
+			}, opts...)
+		case "egress":
+			_, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-egress-self", &ec2.SecurityGroupRuleArgs{
+				SecurityGroupId: sg.ID(), Type: pulumi.String("egress"), Protocol: pulumi.String(r.Protocol),
+				FromPort: pulumi.Int(r.FromPort), ToPort: pulumi.Int(r.ToPort), Self: pulumi.Bool(true), Description: pulumi.String(r.Description),
+			}, opts...)
+		default:
+			err = fmt.Errorf("EFA rule direction %q", r.Direction)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sg, nil
+}
+
+func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec, lt *ec2.LaunchTemplate, args Args,
+	tags map[string]string, opts ...pulumi.ResourceOption) (*awseks.NodeGroup, error) {
+	amiType := map[topology.AMIFamily]string{
+		topology.AMIAL2023NVIDIA:       "AL2023_x86_64_NVIDIA",
+		topology.AMIBottlerocketNVIDIA: "BOTTLEROCKET_x86_64_NVIDIA",
+		topology.AMICustom:             "CUSTOM",
+	}[spec.AMI.Family]
+	capacity := map[topology.CapacityType]string{
+		topology.CapacityOnDemand:      "ON_DEMAND",
+		topology.CapacitySpot:          "SPOT",
+		topology.CapacityODCR:          "ON_DEMAND", // the launch template targets the reservation
+		topology.CapacityCapacityBlock: "CAPACITY_BLOCK",
+	}[spec.Capacity.Type]
+	var taints awseks.NodeGroupTaintArray
+	for _, t := range spec.Taints {
+		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(taintEffect[t.Effect])})
+	}
+	return awseks.NewNodeGroup(ctx, name, &awseks.NodeGroupArgs{
+		ClusterName:   args.ClusterName,
+		NodeGroupName: pulumi.String(base),
+		NodeRoleArn:   args.NodeRoleARN,
+		SubnetIds:     args.SubnetIDs,
+		AmiType:       pulumi.String(amiType),
+		InstanceTypes: pulumi.StringArray{pulumi.String(spec.Instance.Name)},
+		CapacityType:  pulumi.String(capacity),
+		ScalingConfig: awseks.NodeGroupScalingConfigArgs{
+			MinSize: pulumi.Int(spec.Scaling.MinNodes), MaxSize: pulumi.Int(spec.Scaling.MaxNodes), DesiredSize: pulumi.Int(spec.Scaling.DesiredNodes),
+		},
+		// One node at a time: a GPU pool is one training job, and replacing all at once loses it.
+		UpdateConfig:   awseks.NodeGroupUpdateConfigArgs{MaxUnavailable: pulumi.Int(1)},
+		LaunchTemplate: awseks.NodeGroupLaunchTemplateArgs{Id: lt.ID(), Version: launchtemplate.LatestVersion(lt)},
+		Labels:         pulumi.ToStringMap(spec.Labels),
+		Taints:         taints,
+		Tags:           pulumi.ToStringMap(tags),
+	}, opts...)
+}
+
+// taintEffect maps Kubernetes taint effects to the EKS API's names.
+var taintEffect = map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+// asInput records the derived spec as the component's input, so state and the offline plan show
+// what every pool was derived to.
+func asInput(spec topology.PoolSpec) (pulumi.Input, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return pulumi.ToMap(m), nil
+}

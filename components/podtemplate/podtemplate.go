@@ -1,0 +1,71 @@
+// Package podtemplate renders a pool's derived training pod as a Kubernetes PodTemplateSpec:
+// the shape users copy into their Job, PyTorchJob or MPIJob.
+package podtemplate
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// ContainerName is the training container's name.
+const ContainerName = "train"
+
+// For renders the training pod template of a pool.
+func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
+	pod := pool.TrainingPod
+	limits := corev1.ResourceList{}
+	for name, n := range pod.Resources {
+		limits[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	var env []corev1.EnvVar
+	for _, e := range pod.Env {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	var tolerations []corev1.Toleration
+	for _, t := range pod.Tolerations {
+		tolerations = append(tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	var caps []corev1.Capability
+	for _, c := range pod.Capabilities {
+		caps = append(caps, corev1.Capability(c))
+	}
+	shm := resource.NewQuantity(pod.ShmSizeBytes, resource.BinarySI)
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{topology.LabelPool: pool.Name, "app.kubernetes.io/part-of": "gpucluster"}},
+		Spec: corev1.PodSpec{
+			HostIPC:      pod.HostIPC,
+			HostNetwork:  pod.HostNetwork,
+			DNSPolicy:    corev1.DNSPolicy(pod.DNSPolicy),
+			NodeSelector: pod.NodeSelector,
+			Tolerations:  tolerations,
+			Containers: []corev1.Container{{
+				Name:  ContainerName,
+				Image: image,
+				Env:   env,
+				// Extended resources must have requests equal to limits; limits alone imply them.
+				Resources:       corev1.ResourceRequirements{Limits: limits},
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: caps}},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
+			}},
+			Volumes: []corev1.Volume{{
+				Name:         "dshm",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: shm}},
+			}},
+		},
+	}
+}
+
+// AsMap is the template as plain JSON values, for a stack output.
+func AsMap(t corev1.PodTemplateSpec) (map[string]any, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}

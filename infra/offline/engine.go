@@ -1,0 +1,153 @@
+// Package offline runs the Pulumi program in-process under Pulumi's mocks, with no credentials
+// and no Pulumi CLI, and records every resource it registers with its inputs.
+package offline
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Project is the Pulumi project name (Pulumi.yaml).
+const Project = "gpucluster"
+
+// Resource is one registered resource as the engine received it.
+type Resource struct {
+	URN    string
+	ID     string // "" for components
+	Type   string
+	Name   string
+	Parent string // parent URN; the stack for top-level resources
+	Custom bool
+	Inputs resource.PropertyMap
+	// Dependencies are the URNs the resource explicitly depends on.
+	Dependencies []string
+}
+
+// Input returns an input as plain Go values (string, float64, bool, []any, map[string]any),
+// or nil when unset.
+func (r Resource) Input(key string) any {
+	v, ok := r.Inputs[resource.PropertyKey(key)]
+	if !ok {
+		return nil
+	}
+	return v.Mappable()
+}
+
+// Engine is a pulumi.MockResourceMonitor that records resources and answers with plausible
+// outputs: the inputs back, plus the few computed fields the program reads (ids, ARNs, the
+// kubeconfig of an EKS cluster). Every value it makes up is marked as such ("mock").
+type Engine struct {
+	stack string
+
+	mu        sync.Mutex
+	resources []Resource
+}
+
+// NewEngine returns an engine for one stack.
+func NewEngine(stack string) *Engine { return &Engine{stack: stack} }
+
+// Run evaluates fn as the program of the engine's stack.
+func (e *Engine) Run(fn pulumi.RunFunc) error {
+	return pulumi.RunErr(fn, pulumi.WithMocks(Project, e.stack, e))
+}
+
+// Resources returns what was registered, sorted by URN.
+func (e *Engine) Resources() []Resource {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := append([]Resource(nil), e.resources...)
+	sort.Slice(out, func(i, j int) bool { return out[i].URN < out[j].URN })
+	return out
+}
+
+// NewResource records a resource and returns its id and state.
+func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	parent := ""
+	var deps []string
+	if rpc := args.RegisterRPC; rpc != nil {
+		parent = rpc.GetParent()
+		deps = append(deps, rpc.GetDependencies()...)
+		sort.Strings(deps)
+	}
+	urn := e.urn(parent, args.TypeToken, args.Name)
+	id := ""
+	if args.Custom {
+		id = mockID(args.TypeToken, urn)
+	}
+	e.mu.Lock()
+	e.resources = append(e.resources, Resource{URN: urn, ID: id, Type: args.TypeToken, Name: args.Name, Parent: parent,
+		Custom: args.Custom, Inputs: args.Inputs, Dependencies: deps})
+	e.mu.Unlock()
+	return id, outputs(args, id), nil
+}
+
+// Call answers invokes. The program makes none, so one is an error: a new data-source lookup
+// would make the offline plan depend on the cloud, which must be a deliberate change.
+func (e *Engine) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return nil, fmt.Errorf("offline: unexpected invoke %s: the program must not read from the cloud", args.Token)
+}
+
+// urn is computed as the Pulumi mock monitor computes it, so Parent fields match.
+func (e *Engine) urn(parent, typ, name string) string {
+	parentType := tokens.Type("")
+	if p := resource.URN(parent); p != "" && p.QualifiedType() != resource.RootStackType {
+		parentType = p.QualifiedType()
+	}
+	return string(resource.NewURN(tokens.QName(e.stack), tokens.PackageName(Project), parentType, tokens.Type(typ), name))
+}
+
+// idPrefixes give mock ids the shape of real ones, so id-shaped checks behave as in the cloud.
+var idPrefixes = map[string]string{
+	"aws:ec2/vpc:Vpc": "vpc-", "aws:ec2/subnet:Subnet": "subnet-", "aws:ec2/securityGroup:SecurityGroup": "sg-",
+	"aws:ec2/launchTemplate:LaunchTemplate": "lt-", "aws:ec2/internetGateway:InternetGateway": "igw-",
+	"aws:ec2/natGateway:NatGateway": "nat-", "aws:ec2/eip:Eip": "eipalloc-", "aws:ec2/routeTable:RouteTable": "rtb-",
+	"aws:ec2/placementGroup:PlacementGroup": "pg-",
+}
+
+func mockID(typ, urn string) string {
+	h := fnv.New64a()
+	h.Write([]byte(urn))
+	hex := fmt.Sprintf("%017x", h.Sum64())[:17]
+	if p, ok := idPrefixes[typ]; ok {
+		return p + hex
+	}
+	return "mock-" + hex
+}
+
+// MockAccount is the account id in mock ARNs.
+const MockAccount = "123456789012"
+
+// outputs are the inputs plus what the program reads that only the cloud computes.
+func outputs(args pulumi.MockResourceArgs, id string) resource.PropertyMap {
+	out := args.Inputs.Copy()
+	set := func(k string, v any) { out[resource.PropertyKey(k)] = resource.NewPropertyValue(v) }
+	input := func(k string) string {
+		if v, ok := args.Inputs[resource.PropertyKey(k)]; ok && v.IsString() {
+			return v.StringValue()
+		}
+		return ""
+	}
+	switch args.TypeToken {
+	case "aws:iam/role:Role":
+		set("arn", "arn:aws:iam::"+MockAccount+":role/"+input("name"))
+	case "aws:kms/key:Key":
+		set("arn", "arn:aws:kms:mock:"+MockAccount+":key/"+id)
+		set("keyId", id)
+	case "aws:ec2/launchTemplate:LaunchTemplate":
+		set("latestVersion", 1.0)
+	case "aws:eks/nodeGroup:NodeGroup":
+		set("arn", "arn:aws:eks:mock:"+MockAccount+":nodegroup/"+input("clusterName")+"/"+input("nodeGroupName"))
+	case "eks:index:Cluster":
+		name := input("name")
+		set("kubeconfigJson", fmt.Sprintf(`{"apiVersion":"v1","kind":"Config","clusters":[{"name":%q,"cluster":{"server":"https://%s.mock.eks.amazonaws.com","certificate-authority-data":"TU9DSw=="}}]}`,
+			name, strings.ToUpper(name)))
+	}
+	return out
+}

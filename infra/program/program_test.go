@@ -1,0 +1,512 @@
+package program
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/cluster"
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+)
+
+// evaluation is one stack run under the offline engine.
+type evaluation struct {
+	t       *testing.T
+	spec    topology.StackSpec
+	res     []offline.Resource
+	d       *Deployment
+	secret  bool // the kubeconfig output is secret
+	outputs map[string]string
+}
+
+func stackFiles(t *testing.T) []string {
+	files, err := filepath.Glob("../../stacks/Pulumi.*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no stack files: %v", err)
+	}
+	return files
+}
+
+func evaluate(t *testing.T, file string) *evaluation {
+	t.Helper()
+	spec, err := topology.LoadStack(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &evaluation{t: t, spec: spec, outputs: map[string]string{}}
+	engine := offline.NewEngine(spec.Stack)
+	err = engine.Run(func(ctx *pulumi.Context) error {
+		d, err := Build(ctx, spec)
+		if err != nil {
+			return err
+		}
+		export(ctx, d)
+		ev.d = d
+		for name, np := range d.Pools {
+			name := name
+			np.NodeGroupName.ApplyT(func(s string) string { ev.outputs["nodeGroup/"+name] = s; return s })
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	ev.res = engine.Resources()
+	ev.secret = pulumi.IsSecret(ev.d.Cluster.Kubeconfig)
+	return ev
+}
+
+func (ev *evaluation) ofType(typ string) []offline.Resource {
+	var out []offline.Resource
+	for _, r := range ev.res {
+		if r.Type == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// poolChildren are the resources parented to a pool's NodePool component.
+func (ev *evaluation) poolChildren(pool, typ string) []offline.Resource {
+	var component string
+	for _, r := range ev.ofType("gpucluster:index:NodePool") {
+		if r.Name == ev.spec.Cluster.Name+"-"+pool {
+			component = r.URN
+		}
+	}
+	if component == "" {
+		ev.t.Fatalf("no NodePool component for pool %s", pool)
+	}
+	var out []offline.Resource
+	for _, r := range ev.res {
+		if r.Parent == component && r.Type == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (ev *evaluation) byID(id string) offline.Resource {
+	for _, r := range ev.res {
+		if r.ID == id {
+			return r
+		}
+	}
+	ev.t.Fatalf("no resource with id %s", id)
+	return offline.Resource{}
+}
+
+func one(t *testing.T, rs []offline.Resource, what string) offline.Resource {
+	t.Helper()
+	if len(rs) != 1 {
+		t.Fatalf("%d %s, want 1", len(rs), what)
+	}
+	return rs[0]
+}
+
+func str(v any) string { return fmt.Sprint(v) }
+
+func TestEveryStackEvaluatesOffline(t *testing.T) {
+	for _, file := range stackFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ev := evaluate(t, file)
+			checkComponents(t, ev)
+			checkControlPlane(t, ev)
+			for _, pool := range ev.spec.Pools {
+				checkPool(t, ev, pool)
+			}
+		})
+	}
+}
+
+func checkComponents(t *testing.T, ev *evaluation) {
+	one(t, ev.ofType("gpucluster:index:Network"), "networks")
+	one(t, ev.ofType("gpucluster:index:Cluster"), "clusters")
+	if n := len(ev.ofType("gpucluster:index:NodePool")); n != len(ev.spec.Pools) {
+		t.Errorf("%d NodePool components for %d pools", n, len(ev.spec.Pools))
+	}
+	// Every cloud resource is a child of one of gpucluster's components.
+	types := map[string]string{}
+	for _, r := range ev.res {
+		types[r.URN] = r.Type
+	}
+	for _, r := range ev.res {
+		if strings.HasPrefix(r.Type, "gpucluster:index:") {
+			continue
+		}
+		if !strings.HasPrefix(types[r.Parent], "gpucluster:index:") {
+			t.Errorf("%s %s is not parented to a gpucluster component (parent %q)", r.Type, r.Name, r.Parent)
+		}
+	}
+	if !ev.secret {
+		t.Error("the kubeconfig output is not secret")
+	}
+}
+
+func checkControlPlane(t *testing.T, ev *evaluation) {
+	s := ev.spec.Cluster
+	eks := one(t, ev.ofType("eks:index:Cluster"), "EKS clusters")
+	key := one(t, ev.ofType("aws:kms/key:Key"), "KMS keys")
+	want := map[string]string{
+		"name": s.Name, "version": s.KubernetesVersion, "skipDefaultNodeGroup": "true", "authenticationMode": "API",
+		"createOidcProvider": "true", "endpointPrivateAccess": "true", "endpointPublicAccess": str(s.EndpointPublicAccess),
+		"useDefaultVpcCni": "true", "nodeAssociatePublicIpAddress": "false", "kubernetesServiceIpAddressRange": s.ServiceCIDR,
+		"encryptionConfigKeyArn": "arn:aws:kms:mock:" + offline.MockAccount + ":key/" + key.ID,
+		"enabledClusterLogTypes": str([]any{"api", "audit", "authenticator", "controllerManager", "scheduler"}),
+	}
+	for k, v := range want {
+		if got := str(eks.Input(k)); got != v {
+			t.Errorf("EKS %s = %s, want %s", k, got, v)
+		}
+	}
+	if key.Input("enableKeyRotation") != true {
+		t.Error("KMS key rotation is off")
+	}
+	// The node role has exactly the managed policies nodes need.
+	var policies []string
+	for _, a := range ev.ofType("aws:iam/rolePolicyAttachment:RolePolicyAttachment") {
+		policies = append(policies, str(a.Input("policyArn")))
+	}
+	sort.Strings(policies)
+	// Exactly these three (EKS user guide, "Amazon EKS node IAM role"); stated here, not read
+	// from the code under test.
+	var want3 []string
+	for _, p := range []string{"AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy"} {
+		want3 = append(want3, "arn:"+cluster.Partition(ev.spec.Region)+":iam::aws:policy/"+p)
+	}
+	sort.Strings(want3)
+	if strings.Join(policies, " ") != strings.Join(want3, " ") {
+		t.Errorf("node role policies %v, want %v", policies, want3)
+	}
+	// The system node group: untainted, on-demand, in every private subnet.
+	var system *offline.Resource
+	for _, ng := range ev.ofType("aws:eks/nodeGroup:NodeGroup") {
+		if ng.Input("nodeGroupName") == s.Name+"-system" {
+			system = &ng
+		}
+	}
+	if system == nil {
+		t.Fatal("no system node group")
+	}
+	scaling := system.Input("scalingConfig").(map[string]any)
+	if scaling["desiredSize"] != float64(s.SystemNodes.Count) || system.Input("taints") != nil ||
+		len(system.Input("subnetIds").([]any)) != len(ev.spec.VPC.AvailabilityZones) {
+		t.Errorf("system node group %v", system.Inputs)
+	}
+}
+
+func checkPool(t *testing.T, ev *evaluation, pool topology.PoolSpec) {
+	t.Run(pool.Name, func(t *testing.T) {
+		base := ev.spec.Cluster.Name + "-" + pool.Name
+		groups := ev.poolChildren(pool.Name, "aws:ec2/placementGroup:PlacementGroup")
+		if pool.Placement.Strategy == topology.PlacementNone {
+			if len(groups) != 0 {
+				t.Errorf("placement %s, yet %d placement groups", pool.Placement.Strategy, len(groups))
+			}
+		} else {
+			pg := one(t, groups, "placement groups")
+			if pg.Input("strategy") != string(pool.Placement.Strategy) || pg.Input("name") != base {
+				t.Errorf("placement group %v", pg.Inputs)
+			}
+		}
+
+		efaSGs := ev.poolChildren(pool.Name, "aws:ec2/securityGroup:SecurityGroup")
+		rules := ev.poolChildren(pool.Name, "aws:ec2/securityGroupRule:SecurityGroupRule")
+		var efaSG string
+		if pool.Network.EFAInterfaces > 0 {
+			efaSG = one(t, efaSGs, "EFA security groups").ID
+			dirs := map[string]bool{}
+			for _, r := range rules {
+				if r.Input("self") != true || r.Input("protocol") != "-1" || r.Input("securityGroupId") != efaSG {
+					t.Errorf("EFA rule is not all-traffic-to-self: %v", r.Inputs)
+				}
+				dirs[str(r.Input("type"))] = true
+			}
+			if !dirs["ingress"] || !dirs["egress"] || len(rules) != 2 {
+				t.Errorf("EFA security group needs ingress AND egress to itself: %v", dirs)
+			}
+		} else if len(efaSGs)+len(rules) != 0 {
+			t.Errorf("pool without EFA has an EFA security group")
+		}
+
+		lts := ev.poolChildren(pool.Name, "aws:ec2/launchTemplate:LaunchTemplate")
+		ngs := ev.poolChildren(pool.Name, "aws:eks/nodeGroup:NodeGroup")
+		if pool.Provisioner == topology.ProvisionerKarpenter {
+			if len(lts)+len(ngs) != 0 {
+				t.Errorf("Karpenter pool has %d launch templates and %d node groups", len(lts), len(ngs))
+			}
+			return
+		}
+		lt := one(t, lts, "launch templates")
+		checkLaunchTemplate(t, ev, pool, lt, efaSG, groups)
+		checkNodeGroup(t, ev, pool, one(t, ngs, "node groups"), lt)
+		if ev.outputs["nodeGroup/"+pool.Name] != base {
+			t.Errorf("node group output %q, want %q", ev.outputs["nodeGroup/"+pool.Name], base)
+		}
+	})
+}
+
+func checkLaunchTemplate(t *testing.T, ev *evaluation, pool topology.PoolSpec, lt offline.Resource, efaSG string, groups []offline.Resource) {
+	nics, _ := lt.Input("networkInterfaces").([]any)
+	if len(nics) != len(pool.Network.Interfaces) {
+		t.Fatalf("%d interfaces, spec has %d", len(nics), len(pool.Network.Interfaces))
+	}
+	nodeSG := ev.byID(str(nics[0].(map[string]any)["securityGroups"].([]any)[0]))
+	if nodeSG.Name != ev.spec.Cluster.Name+"-node" {
+		t.Errorf("first security group of every interface is %s, want the node group", nodeSG.Name)
+	}
+	for i, raw := range nics {
+		nic := raw.(map[string]any)
+		want := pool.Network.Interfaces[i]
+		if nic["networkCardIndex"] != float64(want.NetworkCardIndex) || nic["deviceIndex"] != float64(want.DeviceIndex) ||
+			nic["interfaceType"] != want.InterfaceType {
+			t.Errorf("interface %d = %v, want %+v", i, nic, want)
+		}
+		if nic["associatePublicIpAddress"] != "false" || nic["subnetId"] != nil {
+			t.Errorf("interface %d asks for a public IP or names a subnet: %v", i, nic)
+		}
+		sgs := nic["securityGroups"].([]any)
+		if efaSG != "" && (len(sgs) != 2 || sgs[1] != efaSG) {
+			t.Errorf("interface %d security groups %v lack the EFA group %s", i, sgs, efaSG)
+		}
+	}
+	md := lt.Input("metadataOptions").(map[string]any)
+	if md["httpTokens"] != "required" || md["httpPutResponseHopLimit"] != 2.0 {
+		t.Errorf("IMDSv2 not required: %v", md)
+	}
+	if lt.Input("subnetId") != nil {
+		t.Error("a managed node group's launch template must not name a subnet")
+	}
+	placement, _ := lt.Input("placement").(map[string]any)
+	if len(groups) == 1 {
+		if placement["groupName"] != groups[0].Input("name") {
+			t.Errorf("launch template placement %v does not reference the placement group", placement)
+		}
+	} else if placement != nil {
+		t.Errorf("launch template has placement %v without a placement group", placement)
+	}
+	target, _ := lt.Input("capacityReservationSpecification").(map[string]any)
+	market, _ := lt.Input("instanceMarketOptions").(map[string]any)
+	switch pool.Capacity.Type {
+	case topology.CapacityCapacityBlock:
+		if market["marketType"] != "capacity-block" || target["capacityReservationTarget"].(map[string]any)["capacityReservationId"] != pool.Capacity.ReservationID {
+			t.Errorf("capacity block not targeted: %v %v", market, target)
+		}
+	case topology.CapacityODCR:
+		if market != nil || target["capacityReservationTarget"].(map[string]any)["capacityReservationId"] != pool.Capacity.ReservationID {
+			t.Errorf("ODCR not targeted: %v %v", market, target)
+		}
+	default:
+		if market != nil || target != nil {
+			t.Errorf("%s pool targets a reservation: %v %v", pool.Capacity.Type, market, target)
+		}
+	}
+	if _, err := base64.StdEncoding.DecodeString(str(lt.Input("userData"))); err != nil || lt.Input("userData") == nil {
+		t.Errorf("user data is not base64: %v", err)
+	}
+}
+
+func checkNodeGroup(t *testing.T, ev *evaluation, pool topology.PoolSpec, ng, lt offline.Resource) {
+	zones := map[string]bool{}
+	for _, id := range ng.Input("subnetIds").([]any) {
+		zones[str(ev.byID(str(id)).Input("availabilityZone"))] = true
+	}
+	if len(zones) != 1 || !zones[pool.AvailabilityZones[0]] {
+		t.Errorf("node group subnets span zones %v, want only %s", zones, pool.AvailabilityZones[0])
+	}
+	labels := ng.Input("labels").(map[string]any)
+	if len(labels) != len(pool.Labels) {
+		t.Errorf("labels %v, spec %v", labels, pool.Labels)
+	}
+	for k, v := range pool.Labels {
+		if labels[k] != v {
+			t.Errorf("label %s = %v, spec %s", k, labels[k], v)
+		}
+	}
+	taints := ng.Input("taints").([]any)
+	if len(taints) != len(pool.Taints) {
+		t.Fatalf("taints %v, spec %v", taints, pool.Taints)
+	}
+	effects := map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+	for i, raw := range taints {
+		got, want := raw.(map[string]any), pool.Taints[i]
+		if got["key"] != want.Key || got["value"] != want.Value || got["effect"] != effects[want.Effect] {
+			t.Errorf("taint %d = %v, spec %+v", i, got, want)
+		}
+	}
+	scaling := ng.Input("scalingConfig").(map[string]any)
+	if scaling["minSize"] != float64(pool.Scaling.MinNodes) || scaling["maxSize"] != float64(pool.Scaling.MaxNodes) ||
+		scaling["desiredSize"] != float64(pool.Scaling.DesiredNodes) {
+		t.Errorf("scaling %v, spec %+v", scaling, pool.Scaling)
+	}
+	if str(ng.Input("instanceTypes")) != str([]any{pool.Instance.Name}) {
+		t.Errorf("instance types %v", ng.Input("instanceTypes"))
+	}
+	if ng.Input("launchTemplate").(map[string]any)["id"] != lt.ID {
+		t.Errorf("node group does not use the pool's launch template")
+	}
+	wantCapacity := map[topology.CapacityType]string{topology.CapacityOnDemand: "ON_DEMAND", topology.CapacitySpot: "SPOT",
+		topology.CapacityODCR: "ON_DEMAND", topology.CapacityCapacityBlock: "CAPACITY_BLOCK"}[pool.Capacity.Type]
+	if ng.Input("capacityType") != wantCapacity {
+		t.Errorf("capacity type %v, want %s", ng.Input("capacityType"), wantCapacity)
+	}
+}
+
+func TestP5LaunchTemplateHas33Interfaces(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.p5-efa.yaml")
+	lt := one(t, ev.poolChildren("gpu", "aws:ec2/launchTemplate:LaunchTemplate"), "launch templates")
+	nics := lt.Input("networkInterfaces").([]any)
+	if len(nics) != 33 {
+		t.Fatalf("%d interfaces", len(nics))
+	}
+	var layout []string
+	for _, raw := range nics {
+		n := raw.(map[string]any)
+		layout = append(layout, fmt.Sprintf("%v/%v/%v", n["networkCardIndex"], n["deviceIndex"], n["interfaceType"]))
+	}
+	want := []string{"0/0/interface", "0/1/efa-only"}
+	for card := 1; card < 32; card++ {
+		want = append(want, fmt.Sprintf("%d/0/efa-only", card))
+	}
+	if strings.Join(layout, " ") != strings.Join(want, " ") {
+		t.Errorf("layout\n %v\nwant\n %v", layout, want)
+	}
+}
+
+func TestCapacityBlockPoolHasNoPlacementGroup(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.mixed.yaml")
+	if n := len(ev.poolChildren("train", "aws:ec2/placementGroup:PlacementGroup")); n != 0 {
+		t.Errorf("capacity block pool has %d placement groups", n)
+	}
+	if n := len(ev.poolChildren("infer", "aws:ec2/placementGroup:PlacementGroup")); n != 1 {
+		t.Errorf("on-demand EFA pool has %d placement groups, want 1", n)
+	}
+	types := map[string]bool{}
+	for _, p := range ev.spec.Pools {
+		types[p.Instance.Name] = true
+	}
+	if len(ev.spec.Pools) != 2 || len(types) != 2 {
+		t.Errorf("the mixed stack must hold two pools of different types: %v", types)
+	}
+}
+
+func TestCustomImagePoolBootstrapsItself(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.p4d-custom-ami.yaml")
+	lt := one(t, ev.poolChildren("gpu", "aws:ec2/launchTemplate:LaunchTemplate"), "launch templates")
+	ng := one(t, ev.poolChildren("gpu", "aws:eks/nodeGroup:NodeGroup"), "node groups")
+	if lt.Input("imageId") != "ami-0123456789abcdef0" || ng.Input("amiType") != "CUSTOM" {
+		t.Errorf("custom image not used: %v %v", lt.Input("imageId"), ng.Input("amiType"))
+	}
+	raw, _ := base64.StdEncoding.DecodeString(str(lt.Input("userData")))
+	ud := string(raw)
+	for _, want := range []string{"Content-Type: application/node.eks.aws", "kind: NodeConfig", "apiServerEndpoint: https://P4D-CUSTOM-AMI.mock.eks.amazonaws.com",
+		"cidr: 172.20.0.0/16", "--register-with-taints=nvidia.com/gpu=true:NoSchedule", "gpucluster.io/efa=true", "strategy: RAID0"} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("custom-image user data lacks %q:\n%s", want, ud)
+		}
+	}
+	if ev.spec.Pools[0].InCluster.FabricManager.RunBy != topology.FabricManagerRunByDaemonSet {
+		t.Error("the custom-image p4d stack must resolve fabric manager to a DaemonSet")
+	}
+}
+
+func TestExistingVPCIsTaggedNotCreated(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.byo.yaml")
+	os.WriteFile(file, []byte(`config:
+  aws:region: us-east-1
+  gpucluster:vpcId: vpc-0123456789abcdef0
+  gpucluster:privateSubnets: {us-east-1a: subnet-0123456789abcdef0, us-east-1b: subnet-0123456789abcdef1}
+  gpucluster:pools: [{name: gpu, profile: g6e-efa, availabilityZones: [us-east-1b]}]
+`), 0o644)
+	spec, err := topology.LoadStack(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := offline.NewEngine(spec.Stack)
+	if err := engine.Run(func(ctx *pulumi.Context) error { _, err := Build(ctx, spec); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var tags, vpcs int
+	var ngSubnets []any
+	for _, r := range engine.Resources() {
+		switch r.Type {
+		case "aws:ec2/tag:Tag":
+			tags++
+		case "aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/natGateway:NatGateway":
+			vpcs++
+		case "aws:eks/nodeGroup:NodeGroup":
+			if r.Input("nodeGroupName") == "byo-gpu" {
+				ngSubnets = r.Input("subnetIds").([]any)
+			}
+		}
+	}
+	if vpcs != 0 || tags != 4 || str(ngSubnets) != "[subnet-0123456789abcdef1]" {
+		t.Errorf("created %d network resources, %d tags, pool subnets %v", vpcs, tags, ngSubnets)
+	}
+}
+
+func TestInvalidStackRegistersNothing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.bad.yaml")
+	os.WriteFile(file, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: p4d-efa, efaInterfaces: 9}]\n"), 0o644)
+	engine := offline.NewEngine("bad")
+	err := engine.Run(Run(file))
+	var ces topology.ConfigErrors
+	if !errors.As(err, &ces) || !strings.Contains(err.Error(), file+":3: gpucluster:pools[0].efaInterfaces") {
+		t.Fatalf("error %v", err)
+	}
+	if n := len(engine.Resources()); n != 0 {
+		t.Errorf("an invalid stack registered %d resources", n)
+	}
+	// The file of another stack is refused too, before anything is created.
+	engine = offline.NewEngine("prod")
+	if err := engine.Run(Run("../../stacks/Pulumi.dev.yaml")); err == nil || !strings.Contains(err.Error(), `holds the config of stack "dev"`) {
+		t.Errorf("stack mismatch: %v", err)
+	}
+	if n := len(engine.Resources()); n != 0 {
+		t.Errorf("a mismatched stack registered %d resources", n)
+	}
+}
+
+func TestRunExportsTheOutputs(t *testing.T) {
+	engine := offline.NewEngine("dev")
+	if err := engine.Run(Run("../../stacks/Pulumi.dev.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if len(engine.Resources()) == 0 {
+		t.Fatal("nothing registered")
+	}
+}
+
+func TestStackFileIsFoundFromTheProgramDirectory(t *testing.T) {
+	got, err := StackFile("..", "p5-efa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := filepath.Abs("../../stacks/Pulumi.p5-efa.yaml"); mustAbs(t, got) != want {
+		t.Errorf("stack file %s, want %s", got, want)
+	}
+	t.Setenv(EnvStackFile, "/elsewhere/Pulumi.x.yaml")
+	if got, _ := StackFile("..", "x"); got != "/elsewhere/Pulumi.x.yaml" {
+		t.Errorf("override ignored: %s", got)
+	}
+	t.Setenv(EnvStackFile, "")
+	if _, err := StackFile(t.TempDir(), "x"); err == nil || !strings.Contains(err.Error(), "no Pulumi.yaml") {
+		t.Errorf("outside a project: %v", err)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -50,33 +50,57 @@ func expandBraces(s string) []string {
 }
 
 func TestReadmeDocumentsEverySpecJSONField(t *testing.T) {
-	documented := map[string]bool{}
-	for _, m := range firstCell.FindAllStringSubmatch(section(t, readme(t), "Spec JSON"), -1) {
-		for _, p := range expandBraces(m[1]) {
-			documented[p] = true
+	doc := section(t, readme(t), "Spec JSON")
+	split := strings.Index(doc, "### Pool spec")
+	if split < 0 {
+		t.Fatal("no ### Pool spec table")
+	}
+	documented := func(table string) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range firstCell.FindAllStringSubmatch(table, -1) {
+			for _, p := range expandBraces(m[1]) {
+				out[p] = true
+			}
+		}
+		return out
+	}
+	pool, stack := map[string]bool{}, map[string]bool{}
+	for _, f := range jsonFields(topology.PoolSpec{}) {
+		pool[f.path] = true
+	}
+	for _, f := range jsonFields(topology.StackSpec{}) {
+		if !strings.HasPrefix(f.path, "pools[].") { // documented by the pool table
+			stack[f.path] = true
 		}
 	}
-	actual := map[string]bool{}
-	for _, f := range jsonFields(topology.PoolSpec{}) {
-		actual[f.path] = true
-	}
-	compareSets(t, "spec JSON field", actual, documented)
+	compareSets(t, "pool spec JSON field", pool, documented(doc[split:]))
+	compareSets(t, "stack spec JSON field", stack, documented(doc[:split]))
 }
 
 func TestReadmeDocumentsEveryPoolKeyAndProfile(t *testing.T) {
 	doc := readme(t)
-	documented := map[string]bool{}
-	// A row's first cell may name several keys: "| `minNodes`, `maxNodes` |".
+	poolKeys, stackKeys := map[string]bool{}, map[string]bool{}
+	// A row's first cell may name several keys: "| `minNodes`, `maxNodes` |". Namespaced keys
+	// ("gpucluster:vpcId", "aws:region") are stack keys, the others pool keys.
 	for _, row := range regexp.MustCompile("(?m)^\\| (`[^|]+`) \\|").FindAllStringSubmatch(section(t, doc, "Stack files"), -1) {
 		for _, k := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(row[1], -1) {
-			documented[k[1]] = true
+			if strings.Contains(k[1], ":") {
+				stackKeys[k[1]] = true
+			} else {
+				poolKeys[k[1]] = true
+			}
 		}
 	}
 	actual := map[string]bool{}
 	for _, k := range topology.PoolKeys() {
 		actual[k] = true
 	}
-	compareSets(t, "pool key", actual, documented)
+	compareSets(t, "pool key", actual, poolKeys)
+	actual = map[string]bool{topology.KeyRegion: true}
+	for _, k := range topology.ConfigKeys() {
+		actual[k] = true
+	}
+	compareSets(t, "stack key", actual, stackKeys)
 
 	profiles := map[string]bool{}
 	for _, m := range firstCell.FindAllStringSubmatch(section(t, doc, "Built-in profiles"), -1) {

@@ -107,7 +107,7 @@ func (r *reader) overrides(n *yaml.Node, key string, p *Profile, lines map[strin
 			continue
 		case k == "name" || k == "profile":
 		case !known:
-			r.fail(kn.Line, full, "use one of: "+strings.Join(PoolKeys(), ", "), "unknown key%s", suggest(k, PoolKeys()))
+			r.unknownKey(kn.Line, full, k, PoolKeys())
 			continue
 		default:
 			lines[k] = kn.Line

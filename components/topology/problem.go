@@ -63,18 +63,33 @@ func (ps *problems) add(key, fix, format string, args ...any) {
 	*ps = append(*ps, Problem{Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
+// unknownKey reports an unknown key: with a close known key, the fix is to rename it;
+// otherwise the fix lists every known key.
+func (r *reader) unknownKey(line int, key, name string, known []string) {
+	if close := closest(name, known); close != "" {
+		r.fail(line, key, fmt.Sprintf("rename it to %s", close), "unknown key (did you mean %q?)", close)
+		return
+	}
+	r.fail(line, key, "use one of: "+strings.Join(known, ", "), "unknown key")
+}
+
 // suggest returns " (did you mean X?)" when a known word is close to the unknown one.
 func suggest(unknown string, known []string) string {
+	if best := closest(unknown, known); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// closest returns the known word nearest to unknown, or "" when none is near.
+func closest(unknown string, known []string) string {
 	best, bestDist := "", len(unknown)/2+2
 	for _, k := range known {
 		if d := editDistance(strings.ToLower(unknown), strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -114,8 +114,7 @@ func ParseStack(file string, data []byte) (Stack, error) {
 			case ns != ConfigNamespace:
 				// Another namespace (aws:, kubernetes:, pulumi:): the provider's to read.
 			case !contains(gpuclusterKeys, key.Value):
-				r.fail(key.Line, key.Value, "use one of: "+strings.Join(gpuclusterKeys, ", "),
-					"unknown key%s", suggest(key.Value, gpuclusterKeys))
+				r.unknownKey(key.Line, key.Value, key.Value, gpuclusterKeys)
 			case settings[key.Value] != nil:
 				r.fail(key.Line, key.Value, "keep one and remove the other", "%s is set twice", key.Value)
 			default:
@@ -198,7 +197,7 @@ func (r *reader) eachKey(m *yaml.Node, prefix string, known []string, fn func(k 
 		full := prefix + keyText(key)
 		switch {
 		case !contains(known, key.Value):
-			r.fail(key.Line, full, "use one of: "+strings.Join(known, ", "), "unknown key%s", suggest(key.Value, known))
+			r.unknownKey(key.Line, full, key.Value, known)
 		case seen[key.Value]:
 			r.fail(key.Line, full, "keep one "+key.Value+" and remove the other", "%s is set twice", key.Value)
 		default:

@@ -1,0 +1,394 @@
+package kubeapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Server is a running kube-apiserver backed by its own etcd.
+type Server struct {
+	URL   string
+	token string
+	http  *http.Client
+	dir   string
+	procs []*process
+
+	mu        sync.Mutex
+	resources map[string]apiResource // "group/version/Kind" → resource
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error
+}
+
+type apiResource struct {
+	name       string
+	namespaced bool
+}
+
+const adminToken = "gpucluster-test-admin-token"
+
+// Start builds (or reuses) the binaries and starts etcd and kube-apiserver on free loopback
+// ports, then installs the Karpenter CRDs. Stop it with Stop.
+func Start() (*Server, error) {
+	etcdBin, err := binary("etcd")
+	if err != nil {
+		return nil, err
+	}
+	apiBin, err := binary("apiserver")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "gpucluster-kubeapi-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, token: adminToken, resources: map[string]apiResource{}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+		}
+	}()
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := s.run("etcd", etcdBin, "--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--log-level=error", "--unsafe-no-fsync"); err != nil {
+		return nil, err
+	}
+	keyFile, err := writeServiceAccountKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return nil, err
+	}
+	s.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	if err := s.run("kube-apiserver", apiBin, "--etcd-servers="+etcdURL,
+		fmt.Sprintf("--secure-port=%d", ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--cert-dir="+filepath.Join(dir, "certs"), "--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+keyFile,
+		"--service-account-signing-key-file="+keyFile, "--service-cluster-ip-range=10.96.0.0/16",
+		"--enable-priority-and-fairness=false", "--profiling=false", "--v=0"); err != nil {
+		return nil, err
+	}
+	// The server's certificate is self-signed for this run on loopback only.
+	s.http = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := s.waitReady(90 * time.Second); err != nil {
+		return nil, err
+	}
+	crds, err := karpenterCRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		obj, err := yamlToObject(crd)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Create(obj); err != nil {
+			return nil, fmt.Errorf("installing CRD: %w", err)
+		}
+		if err := s.waitEstablished(obj, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+// Stop ends the processes and removes their data.
+func (s *Server) Stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	s.procs = nil
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+func (s *Server) run(name, bin string, args ...string) error {
+	log, err := os.Create(filepath.Join(s.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Own process group: a test killed mid-run does not orphan the server into the next one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); log.Close(); close(p.done) }()
+	s.procs = append(s.procs, p)
+	return nil
+}
+
+func (s *Server) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, name+".log"))
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		for _, p := range s.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited while starting (%v)\n--- %s log:\n%s", p.name, p.err, p.name, s.logTail(p.name))
+			default:
+			}
+		}
+		code, body, err := s.do("GET", "/readyz", nil)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		last = fmt.Errorf("readyz %d %s %v", code, body, err)
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver not ready after %s: %v\n--- kube-apiserver log:\n%s\n--- etcd log:\n%s",
+		timeout, last, s.logTail("kube-apiserver"), s.logTail("etcd"))
+}
+
+func (s *Server) waitEstablished(crd map[string]any, timeout time.Duration) error {
+	name := crd["metadata"].(map[string]any)["name"].(string)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		_, body, err := s.do("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, nil)
+		if err == nil {
+			var got struct {
+				Status struct {
+					Conditions []struct{ Type, Status string }
+				}
+			}
+			if json.Unmarshal(body, &got) == nil {
+				for _, c := range got.Status.Conditions {
+					if c.Type == "Established" && c.Status == "True" {
+						return nil
+					}
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("CRD %s not established after %s", name, timeout)
+}
+
+// Create creates an object with strict field validation: a field the schema does not know is an
+// error, as is every rule of the type's validation (CEL included for CRDs).
+func (s *Server) Create(obj map[string]any) error {
+	path, err := s.collectionPath(obj)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	code, resp, err := s.do("POST", path+"?fieldValidation=Strict", body)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusCreated && code != http.StatusOK {
+		var status struct{ Message string }
+		json.Unmarshal(resp, &status)
+		if status.Message == "" {
+			status.Message = string(resp)
+		}
+		return &RejectedError{Code: code, Kind: fmt.Sprint(obj["kind"]), Name: name(obj), Message: status.Message}
+	}
+	return nil
+}
+
+// RejectedError is the API server refusing an object.
+type RejectedError struct {
+	Code       int
+	Kind, Name string
+	Message    string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%s %s rejected (%d): %s", e.Kind, e.Name, e.Code, e.Message)
+}
+
+// Get reads an object back.
+func (s *Server) Get(obj map[string]any) (map[string]any, error) {
+	path, err := s.collectionPath(obj)
+	if err != nil {
+		return nil, err
+	}
+	code, body, err := s.do("GET", path+"/"+name(obj), nil)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/%s: %d %s", path, name(obj), code, body)
+	}
+	var out map[string]any
+	return out, json.Unmarshal(body, &out)
+}
+
+func name(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	n, _ := md["name"].(string)
+	return n
+}
+
+// collectionPath finds where an object of its apiVersion and kind is created, by discovery.
+func (s *Server) collectionPath(obj map[string]any) (string, error) {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if apiVersion == "" || kind == "" {
+		return "", errors.New("object without apiVersion or kind")
+	}
+	key := apiVersion + "/" + kind
+	s.mu.Lock()
+	r, ok := s.resources[key]
+	s.mu.Unlock()
+	if !ok {
+		base := "/apis/" + apiVersion
+		if !strings.Contains(apiVersion, "/") {
+			base = "/api/" + apiVersion
+		}
+		code, body, err := s.do("GET", base, nil)
+		if err != nil || code != http.StatusOK {
+			return "", fmt.Errorf("discovery of %s: %d %s %v", apiVersion, code, body, err)
+		}
+		var list struct {
+			Resources []struct {
+				Name       string
+				Kind       string
+				Namespaced bool
+			}
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
+			return "", err
+		}
+		for _, res := range list.Resources {
+			if res.Kind == kind && !strings.Contains(res.Name, "/") {
+				r, ok = apiResource{res.Name, res.Namespaced}, true
+			}
+		}
+		if !ok {
+			return "", fmt.Errorf("the server has no kind %s in %s", kind, apiVersion)
+		}
+		s.mu.Lock()
+		s.resources[key] = r
+		s.mu.Unlock()
+	}
+	base := "/apis/" + apiVersion
+	if !strings.Contains(apiVersion, "/") {
+		base = "/api/" + apiVersion
+	}
+	if !r.namespaced {
+		return base + "/" + r.name, nil
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	if ns == "" {
+		ns = "default"
+	}
+	return base + "/namespaces/" + ns + "/" + r.name, nil
+}
+
+func (s *Server) do(method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, s.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func writeServiceAccountKey(dir string) (string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "sa.key")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return path, os.WriteFile(path, pemBytes, 0o600)
+}
+
+// yamlToObject reads one YAML document as a JSON-compatible object.
+func yamlToObject(doc []byte) (map[string]any, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		return nil, err
+	}
+	// Round-trip through JSON so nested maps are map[string]any, as encoding/json produces.
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(b, &out)
+}

@@ -16,8 +16,10 @@ import (
 // the AWS Load Balancer Controller picks subnets by the role tags.
 const (
 	TagKarpenterDiscovery = "karpenter.sh/discovery"
-	tagELB                = "kubernetes.io/role/elb"
-	tagInternalELB        = "kubernetes.io/role/internal-elb"
+	// TagZone lets a pool's EC2NodeClass select the private subnet of its own zone by tag.
+	TagZone        = "gpucluster.io/zone"
+	tagELB         = "kubernetes.io/role/elb"
+	tagInternalELB = "kubernetes.io/role/internal-elb"
 )
 
 // Args configure a Network.
@@ -172,7 +174,7 @@ func (n *Network) create(ctx *pulumi.Context, name string, args Args, child pulu
 			VpcId: vpc.ID(), CidrBlock: pulumi.String(privateCIDRs[i]), AvailabilityZone: pulumi.String(zone),
 			MapPublicIpOnLaunch: pulumi.Bool(false),
 			Tags: tags(map[string]string{"Name": args.ClusterName + "-private-" + zone, tagInternalELB: "1", clusterTag: "shared",
-				TagKarpenterDiscovery: args.ClusterName}),
+				TagKarpenterDiscovery: args.ClusterName, TagZone: zone}),
 		}, child)
 		if err != nil {
 			return nil, err
@@ -195,12 +197,13 @@ func (n *Network) adopt(ctx *pulumi.Context, name string, args Args, child pulum
 	for _, zone := range s.AvailabilityZones {
 		id := s.PrivateSubnets[zone]
 		n.private[zone] = pulumi.String(id).ToStringOutput()
-		for key, value := range map[string]string{TagKarpenterDiscovery: args.ClusterName, "kubernetes.io/cluster/" + args.ClusterName: "shared"} {
-			short := "karpenter"
-			if key != TagKarpenterDiscovery {
-				short = "cluster"
-			}
-			if _, err := ec2.NewTag(ctx, fmt.Sprintf("%s-%s-%s", name, zone, short), &ec2.TagArgs{
+		for _, tag := range []struct{ short, key, value string }{
+			{"karpenter", TagKarpenterDiscovery, args.ClusterName},
+			{"cluster", "kubernetes.io/cluster/" + args.ClusterName, "shared"},
+			{"zone", TagZone, zone},
+		} {
+			key, value := tag.key, tag.value
+			if _, err := ec2.NewTag(ctx, fmt.Sprintf("%s-%s-%s", name, zone, tag.short), &ec2.TagArgs{
 				ResourceId: pulumi.String(id), Key: pulumi.String(key), Value: pulumi.String(value),
 			}, child); err != nil {
 				return nil, err

@@ -70,7 +70,15 @@ const (
 	KeyPrivateSubnets       = ConfigNamespace + ":privateSubnets"
 	KeyPublicSubnets        = ConfigNamespace + ":publicSubnets"
 	KeyTrainingImage        = ConfigNamespace + ":trainingImage"
+	KeyNVIDIADriverVersion  = ConfigNamespace + ":nvidiaDriverVersion"
 )
+
+// DefaultNVIDIADriverVersion is the driver the fabric-manager DaemonSet matches when the stack
+// names none: the 570 branch that EKS's AL2023 NVIDIA images ship (amazon-eks-ami#2470). A custom
+// image must state its own, because fabric manager refuses to run against another driver.
+const DefaultNVIDIADriverVersion = "570.172.08"
+
+var driverVersionPattern = regexp.MustCompile(`^[0-9]{3}\.[0-9]+(\.[0-9]+)?$`)
 
 // DefaultTrainingImage runs nccl-tests with EFA, libfabric and aws-ofi-nccl: the image AWS's
 // EFA-on-EKS examples use. The training pod template carries it until a stack names its own.

@@ -13,8 +13,10 @@ type StackSpec struct {
 	Cluster ClusterSettings `json:"cluster"`
 	VPC     VPCSettings     `json:"vpc"`
 	// TrainingImage is the image of the exported training pod templates.
-	TrainingImage string     `json:"trainingImage"`
-	Pools         []PoolSpec `json:"pools"`
+	TrainingImage string `json:"trainingImage"`
+	// NVIDIADriverVersion is the node driver a fabric-manager DaemonSet must match.
+	NVIDIADriverVersion string     `json:"nvidiaDriverVersion"`
+	Pools               []PoolSpec `json:"pools"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

@@ -30,6 +30,7 @@ type Stack struct {
 	Cluster       ClusterSettings
 	VPC           VPCSettings
 	TrainingImage string
+	DriverVersion string
 	Pools         []Pool
 }
 
@@ -44,7 +45,8 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
-	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage}
+	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
+	KeyNVIDIADriverVersion}
 
 // LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
 // listing every problem of the file, each with file, line, key and fix.
@@ -62,7 +64,7 @@ func LoadStack(path string) (StackSpec, error) {
 
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
-	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage,
+	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
 		Pools: make([]PoolSpec, 0, len(st.Pools))}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
@@ -125,6 +127,16 @@ func ParseStack(file string, data []byte) (Stack, error) {
 	})
 	st.Name, st.Region = StackName(file), region
 	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
+	st.DriverVersion = DefaultNVIDIADriverVersion
+	if n := settings[KeyNVIDIADriverVersion]; n != nil {
+		if v, ok := r.scalarString(n, KeyNVIDIADriverVersion); ok {
+			if !driverVersionPattern.MatchString(v) {
+				r.fail(n.Line, KeyNVIDIADriverVersion, "write the version nvidia-smi prints on the node image, such as 570.172.08",
+					"%q is not an NVIDIA driver version", v)
+			}
+			st.DriverVersion = v
+		}
+	}
 	st.TrainingImage = DefaultTrainingImage
 	if n := settings[KeyTrainingImage]; n != nil {
 		if img, ok := r.scalarString(n, KeyTrainingImage); ok {

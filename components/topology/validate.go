@@ -60,7 +60,12 @@ func validateScaling(ps *problems, p Profile) {
 			"Karpenter launches nodes for pending pods and keeps no minimum, so minNodes %d cannot be honoured", p.MinNodes)
 	}
 	switch p.Provisioner {
-	case ProvisionerManagedNodeGroup, ProvisionerKarpenter:
+	case ProvisionerManagedNodeGroup:
+	case ProvisionerKarpenter:
+		if p.AMIFamily == AMIBottlerocketNVIDIA {
+			ps.add("amiFamily", "use al2023-nvidia or a custom image with Karpenter, or provisioner: managed-node-group for Bottlerocket",
+				"gpucluster pins Karpenter's image to a known EKS AL2023 release; it has no pinned Bottlerocket release to select")
+		}
 	default:
 		ps.add("provisioner", "use managed-node-group or karpenter", "unknown provisioner %q", p.Provisioner)
 	}

@@ -134,7 +134,15 @@ func outputs(args pulumi.MockResourceArgs, id string) resource.PropertyMap {
 		}
 		return ""
 	}
+	// Pulumi auto-names resources whose name the program leaves out (logical name plus a random
+	// suffix, chosen at deploy time); the mock uses the logical name.
+	if _, named := args.Inputs["name"]; !named && args.Custom && strings.HasPrefix(args.TypeToken, "aws:") {
+		set("name", args.Name)
+	}
 	switch args.TypeToken {
+	case "aws:sqs/queue:Queue":
+		set("arn", "arn:aws:sqs:mock:"+MockAccount+":"+input("name"))
+		set("url", "https://sqs.mock.amazonaws.com/"+MockAccount+"/"+input("name"))
 	case "aws:iam/role:Role":
 		set("arn", "arn:aws:iam::"+MockAccount+":role/"+input("name"))
 	case "aws:kms/key:Key":

@@ -22,6 +22,7 @@ type Deployment struct {
 	Cluster      *cluster.Cluster
 	Pools        map[string]*nodepool.NodePool
 	PodTemplates map[string]map[string]any
+	InCluster    *InCluster
 }
 
 // Run returns the program of one stack file.
@@ -83,6 +84,9 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 		if d.PodTemplates[pool.Name], err = podtemplate.AsMap(podtemplate.For(pool, spec.TrainingImage)); err != nil {
 			return nil, err
 		}
+	}
+	if d.InCluster, err = buildInCluster(ctx, d); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -173,7 +173,9 @@ func checkControlPlane(t *testing.T, ev *evaluation) {
 	// The node role has exactly the managed policies nodes need.
 	var policies []string
 	for _, a := range ev.ofType("aws:iam/rolePolicyAttachment:RolePolicyAttachment") {
-		policies = append(policies, str(a.Input("policyArn")))
+		if a.Input("role") == s.Name+"-node" {
+			policies = append(policies, str(a.Input("policyArn")))
+		}
 	}
 	sort.Strings(policies)
 	// Exactly these three (EKS user guide, "Amazon EKS node IAM role"); stated here, not read
@@ -448,7 +450,7 @@ func TestExistingVPCIsTaggedNotCreated(t *testing.T) {
 			}
 		}
 	}
-	if vpcs != 0 || tags != 4 || str(ngSubnets) != "[subnet-0123456789abcdef1]" {
+	if vpcs != 0 || tags != 6 || str(ngSubnets) != "[subnet-0123456789abcdef1]" {
 		t.Errorf("created %d network resources, %d tags, pool subnets %v", vpcs, tags, ngSubnets)
 	}
 }

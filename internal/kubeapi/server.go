@@ -98,6 +98,9 @@ func Start() (*Server, error) {
 		"--cert-dir="+filepath.Join(dir, "certs"), "--token-auth-file="+tokens, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+keyFile,
 		"--service-account-signing-key-file="+keyFile, "--service-cluster-ip-range=10.96.0.0/16",
+		// EKS's API server allows privileged containers (node agents such as the VPC CNI need
+		// them); without the flag the upstream default refuses them.
+		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false", "--profiling=false", "--v=0"); err != nil {
 		return nil, err
 	}
@@ -251,6 +254,22 @@ type RejectedError struct {
 
 func (e *RejectedError) Error() string {
 	return fmt.Sprintf("%s %s rejected (%d): %s", e.Kind, e.Name, e.Code, e.Message)
+}
+
+// Delete deletes an object (and waits for nothing: the test server has no finalizers running).
+func (s *Server) Delete(obj map[string]any) error {
+	path, err := s.collectionPath(obj)
+	if err != nil {
+		return err
+	}
+	code, body, err := s.do("DELETE", path+"/"+name(obj), nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK && code != http.StatusAccepted {
+		return fmt.Errorf("DELETE %s/%s: %d %s", path, name(obj), code, body)
+	}
+	return nil
 }
 
 // Get reads an object back.

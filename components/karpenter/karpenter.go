@@ -1,0 +1,173 @@
+// Package karpenter installs the Karpenter controller (IAM through EKS Pod Identity, the
+// interruption queue and its EventBridge rules, the OCI Helm chart) and, per Karpenter pool of
+// the derived spec, one EC2NodeClass and one NodePool.
+package karpenter
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/cloudwatch"
+	awseks "github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/sqs"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/cluster"
+	"github.com/gpucluster/gpucluster/components/k8sargs"
+)
+
+// Chart is the Karpenter controller chart, pinned. 1.11 is the first release with
+// EC2NodeClass.placementGroupSelector and static networkInterfaces; the CRDs the tests install
+// are this version's.
+const (
+	ChartRef     = "oci://public.ecr.aws/karpenter/karpenter"
+	ChartVersion = "1.14.1"
+)
+
+// ServiceAccount is the controller's service account (the chart's default name).
+const ServiceAccount = "karpenter"
+
+// Args configure the controller.
+type Args struct {
+	// ClusterName carries the dependency on the control plane; Cluster is its known value.
+	ClusterName pulumi.StringOutput
+	Cluster     string
+	Region      string
+	Tags        map[string]string
+	// K8s is the Kubernetes provider bound to the cluster.
+	K8s pulumi.ProviderResource
+}
+
+// Controller is the gpucluster:index:Karpenter component.
+type Controller struct {
+	pulumi.ResourceState
+
+	RoleARN      pulumi.StringOutput `pulumi:"roleArn"`
+	NodeRoleName pulumi.StringOutput `pulumi:"nodeRoleName"`
+	QueueName    pulumi.StringOutput `pulumi:"queueName"`
+
+	// Chart is the controller release: NodePools depend on it, so `pulumi destroy` deletes them
+	// (and Karpenter terminates their instances) before the controller goes.
+	Chart *helmv4.Chart
+}
+
+// interruptionEvents are the EventBridge events Karpenter reacts to before AWS takes a node.
+var interruptionEvents = []struct{ name, source, detailType string }{
+	{"scheduled-change", "aws.health", "AWS Health Event"},
+	{"spot-interruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
+	{"rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
+	{"instance-state-change", "aws.ec2", "EC2 Instance State-change Notification"},
+}
+
+// New installs the controller.
+func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Controller, error) {
+	c := &Controller{}
+	props := pulumi.Map{"chart": pulumi.String(ChartRef), "version": pulumi.String(ChartVersion)}
+	if err := ctx.RegisterComponentResourceV2("gpucluster:index:Karpenter", name, props, c, opts...); err != nil {
+		return nil, err
+	}
+	child := pulumi.Parent(c)
+	tags := pulumi.ToStringMap(args.Tags)
+	partition := cluster.Partition(args.Region)
+
+	queue, err := sqs.NewQueue(ctx, name+"-interruption", &sqs.QueueArgs{
+		Name: pulumi.String(args.Cluster + "-karpenter"), MessageRetentionSeconds: pulumi.Int(300),
+		SqsManagedSseEnabled: pulumi.Bool(true), Tags: tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sqs.NewQueuePolicy(ctx, name+"-interruption", &sqs.QueuePolicyArgs{
+		QueueUrl: queue.Url,
+		Policy:   queue.Arn.ApplyT(func(arn string) string { return queuePolicy(arn).String() }).(pulumi.StringOutput),
+	}, child); err != nil {
+		return nil, err
+	}
+	for _, ev := range interruptionEvents {
+		pattern := fmt.Sprintf(`{"source":[%q],"detail-type":[%q]}`, ev.source, ev.detailType)
+		rule, err := cloudwatch.NewEventRule(ctx, name+"-"+ev.name, &cloudwatch.EventRuleArgs{
+			Description: pulumi.String("Karpenter interruption handling for " + args.Cluster), EventPattern: pulumi.String(pattern), Tags: tags,
+		}, child)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cloudwatch.NewEventTarget(ctx, name+"-"+ev.name, &cloudwatch.EventTargetArgs{
+			Rule: rule.Name, Arn: queue.Arn, TargetId: pulumi.String("KarpenterInterruptionQueue"),
+		}, child); err != nil {
+			return nil, err
+		}
+	}
+
+	// Nodes Karpenter launches get a role of their own: EKS already holds an access entry for the
+	// managed node groups' role, and creating a second entry for the same role fails.
+	nodeRole, err := iam.NewRole(ctx, name+"-node", &iam.RoleArgs{
+		Name:             pulumi.String(args.Cluster + "-karpenter-node"),
+		AssumeRolePolicy: pulumi.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`),
+		Tags:             tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+	for _, policy := range cluster.NodePolicies {
+		if _, err := iam.NewRolePolicyAttachment(ctx, name+"-node-"+policy, &iam.RolePolicyAttachmentArgs{
+			Role: nodeRole.Name, PolicyArn: pulumi.String("arn:" + partition + ":iam::aws:policy/" + policy),
+		}, child); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := awseks.NewAccessEntry(ctx, name+"-node", &awseks.AccessEntryArgs{
+		ClusterName: args.ClusterName, PrincipalArn: nodeRole.Arn, Type: pulumi.String("EC2_LINUX"), Tags: tags,
+	}, child); err != nil {
+		return nil, err
+	}
+
+	role, err := iam.NewRole(ctx, name+"-controller", &iam.RoleArgs{
+		Name: pulumi.String(args.Cluster + "-karpenter"), AssumeRolePolicy: pulumi.String(podIdentityTrust().String()), Tags: tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := iam.NewRolePolicy(ctx, name+"-controller", &iam.RolePolicyArgs{
+		Role: role.Name,
+		Policy: pulumi.All(queue.Arn, nodeRole.Arn).ApplyT(func(v []any) string {
+			return controllerPolicy(partition, args.Region, args.Cluster, v[0].(string), v[1].(string)).String()
+		}).(pulumi.StringOutput),
+	}, child); err != nil {
+		return nil, err
+	}
+	agent, err := awseks.NewAddon(ctx, name+"-pod-identity-agent", &awseks.AddonArgs{
+		ClusterName: args.ClusterName, AddonName: pulumi.String("eks-pod-identity-agent"), Tags: tags,
+	}, child)
+	if err != nil {
+		return nil, err
+	}
+	association, err := awseks.NewPodIdentityAssociation(ctx, name, &awseks.PodIdentityAssociationArgs{
+		ClusterName: args.ClusterName, Namespace: pulumi.String(k8sargs.Namespace), ServiceAccount: pulumi.String(ServiceAccount),
+		RoleArn: role.Arn, Tags: tags,
+	}, child, pulumi.DependsOn([]pulumi.Resource{agent}))
+	if err != nil {
+		return nil, err
+	}
+
+	c.Chart, err = helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
+		Chart:     pulumi.String(ChartRef),
+		Version:   pulumi.String(ChartVersion),
+		Namespace: pulumi.String(k8sargs.Namespace),
+		Values: pulumi.Map{
+			"settings":       pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name},
+			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
+			// The controller runs on the system nodes: never on a node it manages.
+			"nodeSelector": pulumi.Map{"gpucluster.io/pool": pulumi.String(cluster.SystemPool)},
+			"controller": pulumi.Map{"resources": pulumi.Map{
+				"requests": pulumi.Map{"cpu": pulumi.String("500m"), "memory": pulumi.String("512Mi")},
+				"limits":   pulumi.Map{"memory": pulumi.String("1Gi")},
+			}},
+		},
+	}, child, pulumi.Provider(args.K8s), pulumi.DependsOn([]pulumi.Resource{association}))
+	if err != nil {
+		return nil, err
+	}
+	c.RoleARN, c.NodeRoleName, c.QueueName = role.Arn, nodeRole.Name, queue.Name
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"roleArn": c.RoleARN, "nodeRoleName": c.NodeRoleName, "queueName": c.QueueName})
+}

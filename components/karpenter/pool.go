@@ -1,0 +1,244 @@
+package karpenter
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// AL2023Alias pins the EKS AL2023 image Karpenter launches: release v20250915, the first with
+// containerd 2.1 for Kubernetes 1.34 and on the NVIDIA 570 driver branch (amazon-eks-ami#2470).
+// Karpenter picks the image's NVIDIA variant for GPU instance types.
+const AL2023Alias = "al2023@v20250915"
+
+// The EC2NodeClass and NodePool fields gpucluster writes (karpenter.k8s.aws/v1, karpenter.sh/v1).
+// Karpenter's own Go types are not imported: their packages pull client-go's whole scheme and
+// Karpenter's cloud provider. The tests create these objects in a kube-apiserver with the real
+// v1.14.1 CRDs and strict field validation, so a field the schema does not know is an error.
+type ec2NodeClassSpec struct {
+	Role                             string                  `json:"role"`
+	AMIFamily                        string                  `json:"amiFamily,omitempty"`
+	AMISelectorTerms                 []map[string]string     `json:"amiSelectorTerms"`
+	SubnetSelectorTerms              []tagTerm               `json:"subnetSelectorTerms"`
+	SecurityGroupSelectorTerms       []tagTerm               `json:"securityGroupSelectorTerms"`
+	PlacementGroupSelector           *placementGroupSelector `json:"placementGroupSelector,omitempty"`
+	NetworkInterfaces                []networkInterface      `json:"networkInterfaces"`
+	CapacityReservationSelectorTerms []map[string]string     `json:"capacityReservationSelectorTerms,omitempty"`
+	AssociatePublicIPAddress         bool                    `json:"associatePublicIPAddress"`
+	BlockDeviceMappings              []blockDeviceMapping    `json:"blockDeviceMappings"`
+	MetadataOptions                  metadataOptions         `json:"metadataOptions"`
+	InstanceStorePolicy              string                  `json:"instanceStorePolicy"`
+	Tags                             map[string]string       `json:"tags"`
+}
+
+type tagTerm struct {
+	Tags map[string]string `json:"tags"`
+}
+
+type placementGroupSelector struct {
+	Name string `json:"name"`
+}
+
+type networkInterface struct {
+	NetworkCardIndex int    `json:"networkCardIndex"`
+	DeviceIndex      int    `json:"deviceIndex"`
+	InterfaceType    string `json:"interfaceType"`
+}
+
+type blockDeviceMapping struct {
+	DeviceName string `json:"deviceName"`
+	RootVolume bool   `json:"rootVolume"`
+	EBS        ebs    `json:"ebs"`
+}
+
+type ebs struct {
+	VolumeSize          string `json:"volumeSize"`
+	VolumeType          string `json:"volumeType"`
+	Encrypted           bool   `json:"encrypted"`
+	DeleteOnTermination bool   `json:"deleteOnTermination"`
+}
+
+type metadataOptions struct {
+	HTTPEndpoint            string `json:"httpEndpoint"`
+	HTTPTokens              string `json:"httpTokens"`
+	HTTPPutResponseHopLimit int    `json:"httpPutResponseHopLimit"`
+}
+
+type nodePoolSpec struct {
+	Template   nodeClaimTemplate `json:"template"`
+	Limits     map[string]string `json:"limits"`
+	Disruption disruption        `json:"disruption"`
+}
+
+type nodeClaimTemplate struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec nodeClaimSpec `json:"spec"`
+}
+
+type nodeClaimSpec struct {
+	NodeClassRef nodeClassRef     `json:"nodeClassRef"`
+	Requirements []requirement    `json:"requirements"`
+	Taints       []topology.Taint `json:"taints"`
+	ExpireAfter  string           `json:"expireAfter"`
+}
+
+type nodeClassRef struct {
+	Group string `json:"group"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+}
+
+type requirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values"`
+}
+
+type disruption struct {
+	ConsolidationPolicy string   `json:"consolidationPolicy"`
+	ConsolidateAfter    string   `json:"consolidateAfter"`
+	Budgets             []budget `json:"budgets"`
+}
+
+type budget struct {
+	Nodes   string   `json:"nodes"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// PoolArgs configure one Karpenter pool.
+type PoolArgs struct {
+	Spec               topology.PoolSpec
+	Cluster            string
+	NodeRoleName       pulumi.StringOutput
+	PlacementGroupName string // "" without a group
+	Tags               map[string]string
+	Controller         *Controller
+	K8s                pulumi.ProviderResource
+}
+
+// Pool is the gpucluster:index:KarpenterPool component: one EC2NodeClass and one NodePool.
+type Pool struct {
+	pulumi.ResourceState
+
+	NodePoolName pulumi.StringOutput `pulumi:"nodePoolName"`
+}
+
+// Capacity types of a NodePool requirement (karpenter.sh/capacity-type).
+var capacityType = map[topology.CapacityType]string{
+	topology.CapacityOnDemand: "on-demand", topology.CapacitySpot: "spot",
+	topology.CapacityODCR: "reserved", topology.CapacityCapacityBlock: "reserved",
+}
+
+// nodeClassSpec translates the pool's spec into its EC2NodeClass.
+func nodeClassSpec(a PoolArgs, role string) ec2NodeClassSpec {
+	s := a.Spec
+	nc := ec2NodeClassSpec{
+		Role:                       role,
+		SubnetSelectorTerms:        []tagTerm{{Tags: map[string]string{"karpenter.sh/discovery": a.Cluster, "gpucluster.io/zone": s.AvailabilityZones[0]}}},
+		SecurityGroupSelectorTerms: []tagTerm{{Tags: map[string]string{"karpenter.sh/discovery": a.Cluster}}},
+		AssociatePublicIPAddress:   false,
+		BlockDeviceMappings: []blockDeviceMapping{{DeviceName: "/dev/xvda", RootVolume: true,
+			EBS: ebs{VolumeSize: "200Gi", VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}},
+		MetadataOptions:     metadataOptions{HTTPEndpoint: "enabled", HTTPTokens: "required", HTTPPutResponseHopLimit: 2},
+		InstanceStorePolicy: "RAID0",
+		Tags:                a.Tags,
+	}
+	switch s.AMI.Family {
+	case topology.AMICustom:
+		nc.AMIFamily, nc.AMISelectorTerms = "AL2023", []map[string]string{{"id": s.AMI.ID}}
+	default:
+		nc.AMISelectorTerms = []map[string]string{{"alias": AL2023Alias}}
+	}
+	if len(s.Network.EFASecurityGroup) > 0 {
+		nc.SecurityGroupSelectorTerms = append(nc.SecurityGroupSelectorTerms,
+			tagTerm{Tags: map[string]string{topology.LabelPool: s.Name, "gpucluster.io/cluster": a.Cluster}})
+	}
+	if a.PlacementGroupName != "" {
+		nc.PlacementGroupSelector = &placementGroupSelector{Name: a.PlacementGroupName}
+	}
+	for _, n := range s.Network.Interfaces {
+		nc.NetworkInterfaces = append(nc.NetworkInterfaces, networkInterface{n.NetworkCardIndex, n.DeviceIndex, n.InterfaceType})
+	}
+	if s.Capacity.ReservationID != "" {
+		nc.CapacityReservationSelectorTerms = []map[string]string{{"id": s.Capacity.ReservationID}}
+	}
+	return nc
+}
+
+// nodePool translates the pool's spec into its NodePool.
+func nodePool(a PoolArgs, name string) nodePoolSpec {
+	s := a.Spec
+	var np nodePoolSpec
+	np.Template.Metadata.Labels = s.Labels
+	np.Template.Spec = nodeClaimSpec{
+		NodeClassRef: nodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: name},
+		Requirements: []requirement{
+			{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{s.Instance.Name}},
+			{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{capacityType[s.Capacity.Type]}},
+			{Key: "topology.kubernetes.io/zone", Operator: "In", Values: s.AvailabilityZones},
+		},
+		Taints: s.Taints,
+		// A GPU node lives as long as its job: no forced expiry in the middle of a run.
+		ExpireAfter: "Never",
+	}
+	np.Limits = map[string]string{topology.ResourceGPU: strconv.Itoa(s.Scaling.GPULimit)}
+	// Only empty nodes are consolidated, one at a time; drift and underutilization never
+	// disrupt a node (a busy GPU node is never taken from its job).
+	np.Disruption = disruption{ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "10m", Budgets: []budget{
+		{Nodes: "0", Reasons: []string{"Drifted", "Underutilized"}},
+		{Nodes: "1", Reasons: []string{"Empty"}},
+	}}
+	return np
+}
+
+// NewPool creates the pool's EC2NodeClass and NodePool after the controller.
+func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.ResourceOption) (*Pool, error) {
+	p := &Pool{}
+	if err := ctx.RegisterComponentResourceV2("gpucluster:index:KarpenterPool", name, pulumi.Map{"pool": pulumi.String(a.Spec.Name)}, p, opts...); err != nil {
+		return nil, err
+	}
+	objName := a.Cluster + "-" + a.Spec.Name
+	// After the controller on create; before it on destroy, so Karpenter still runs to
+	// terminate the pool's instances when its NodePool goes.
+	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn([]pulumi.Resource{a.Controller.Chart})}
+	nodeClass, err := apiextensions.NewCustomResource(ctx, name+"-nodeclass", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String("karpenter.k8s.aws/v1"), Kind: pulumi.String("EC2NodeClass"),
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(objName)},
+		OtherFields: kubernetes.UntypedArgs{"spec": a.NodeRoleName.ApplyT(func(role string) (map[string]any, error) {
+			return asMap(nodeClassSpec(a, role))
+		})},
+	}, deps...)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := asMap(nodePool(a, objName))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := apiextensions.NewCustomResource(ctx, name+"-nodepool", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String("karpenter.sh/v1"), Kind: pulumi.String("NodePool"),
+		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(objName)},
+		OtherFields: kubernetes.UntypedArgs{"spec": spec},
+	}, append(deps, pulumi.DependsOn([]pulumi.Resource{nodeClass}))...); err != nil {
+		return nil, err
+	}
+	p.NodePoolName = pulumi.String(objName).ToStringOutput()
+	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{"nodePoolName": p.NodePoolName})
+}
+
+func asMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}

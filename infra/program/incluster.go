@@ -1,0 +1,72 @@
+package program
+
+import (
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/deviceplugin"
+	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// InCluster is what buildInCluster created.
+type InCluster struct {
+	Provider       *kubernetes.Provider
+	NVIDIA, EFA    *deviceplugin.Plugin
+	FabricManager  *fabricmanager.FabricManager
+	Karpenter      *karpenter.Controller // nil without Karpenter pools
+	KarpenterPools map[string]*karpenter.Pool
+}
+
+// buildInCluster deploys the in-cluster pieces the derived spec asks for, through a Kubernetes
+// provider bound to the new cluster's kubeconfig.
+func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
+	spec := d.Spec
+	tags := map[string]string{TagCluster: spec.Cluster.Name, TagStack: spec.Stack}
+	in := &InCluster{KarpenterPools: map[string]*karpenter.Pool{}}
+	var err error
+	in.Provider, err = kubernetes.NewProvider(ctx, spec.Cluster.Name, &kubernetes.ProviderArgs{Kubeconfig: d.Cluster.Kubeconfig},
+		pulumi.Parent(d.Cluster)) // the cluster's own access
+	if err != nil {
+		return nil, err
+	}
+	k8s := pulumi.Provider(in.Provider)
+	args := deviceplugin.Args{Pools: spec.Pools, Region: spec.Region}
+	if in.NVIDIA, err = deviceplugin.NewNVIDIA(ctx, spec.Cluster.Name+"-nvidia-device-plugin", args, k8s); err != nil {
+		return nil, err
+	}
+	if in.EFA, err = deviceplugin.NewEFA(ctx, spec.Cluster.Name+"-efa-device-plugin", args, k8s); err != nil {
+		return nil, err
+	}
+	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",
+		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion}, k8s)
+	if err != nil {
+		return nil, err
+	}
+	for _, pool := range spec.Pools {
+		if pool.Provisioner != topology.ProvisionerKarpenter {
+			continue
+		}
+		if in.Karpenter == nil {
+			in.Karpenter, err = karpenter.New(ctx, spec.Cluster.Name+"-karpenter", karpenter.Args{
+				ClusterName: d.Cluster.Name, Cluster: spec.Cluster.Name, Region: spec.Region, Tags: tags, K8s: in.Provider,
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		placementGroup := ""
+		if pool.Placement.Strategy != topology.PlacementNone {
+			placementGroup = spec.Cluster.Name + "-" + pool.Name // the NodePool component's deterministic name
+		}
+		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, spec.Cluster.Name+"-"+pool.Name+"-karpenter", karpenter.PoolArgs{
+			Spec: pool, Cluster: spec.Cluster.Name, NodeRoleName: in.Karpenter.NodeRoleName, PlacementGroupName: placementGroup,
+			Tags: tags, Controller: in.Karpenter, K8s: in.Provider,
+		}, pulumi.DependsOn([]pulumi.Resource{d.Pools[pool.Name]}))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,273 @@
+package program
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
+)
+
+var (
+	kubeOnce   sync.Once
+	kubeServer *kubeapi.Server
+)
+
+// apiServer is one real kube-apiserver shared by this package's tests (started on first use).
+func apiServer(t *testing.T) *kubeapi.Server {
+	t.Helper()
+	kubeOnce.Do(func() {
+		if os.Getenv(kubeapi.EnvSkip) == "1" && os.Getenv("CI") != "true" {
+			return
+		}
+		s, err := kubeapi.Start()
+		if err != nil {
+			t.Fatalf("the test kube-apiserver could not start: %v", err)
+		}
+		kubeServer = s
+	})
+	if kubeServer == nil {
+		t.Skipf("%s=1: skipping the real kube-apiserver tests (never skipped under CI)", kubeapi.EnvSkip)
+	}
+	return kubeServer
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kubeServer != nil {
+		kubeServer.Stop()
+	}
+	os.Exit(code)
+}
+
+// kubeObjects are the Kubernetes objects a stack emits, as the API server receives them.
+// Helm charts are remote components: their objects are rendered by Helm at deploy time, and
+// only the chart's inputs are checked (TestKarpenterController).
+func kubeObjects(ev *evaluation) []map[string]any {
+	var objs []map[string]any
+	for _, r := range ev.res {
+		if !strings.HasPrefix(r.Type, "kubernetes:") || r.Type == "kubernetes:helm.sh/v4:Chart" {
+			continue
+		}
+		objs = append(objs, r.Inputs.Mappable())
+	}
+	for _, name := range sortedPools(ev) {
+		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "PodTemplate",
+			"metadata": map[string]any{"name": name + "-training", "namespace": "default"}, "template": ev.d.PodTemplates[name]})
+	}
+	return objs
+}
+
+func sortedPools(ev *evaluation) []string {
+	var names []string
+	for name := range ev.d.PodTemplates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestEveryKubernetesObjectIsAcceptedByARealAPIServer creates every object of every stack in a
+// kube-apiserver v1.34.1 with the Karpenter v1.14.1 CRDs, with strict field validation.
+func TestEveryKubernetesObjectIsAcceptedByARealAPIServer(t *testing.T) {
+	s := apiServer(t)
+	kinds := map[string]int{}
+	for _, file := range stackFiles(t) {
+		ev := evaluate(t, file)
+		objs := kubeObjects(ev)
+		for _, obj := range objs {
+			if err := s.Create(obj); err != nil {
+				t.Errorf("%s: %v", filepath.Base(file), err)
+				continue
+			}
+			kinds[fmt.Sprint(obj["kind"])]++
+		}
+		for _, obj := range objs { // the next stack reuses the same names
+			s.Delete(obj)
+		}
+	}
+	t.Logf("created %v", kinds)
+	for _, want := range []string{"DaemonSet", "EC2NodeClass", "NodePool", "PodTemplate"} {
+		if kinds[want] == 0 {
+			t.Errorf("no %s was created: the stacks must exercise every kind", want)
+		}
+	}
+}
+
+// TestBrokenEC2NodeClassIsRejected: the server enforces the CRD's CEL rules, so a node class
+// without its primary interface (the derived layout always has one) is refused.
+func TestBrokenEC2NodeClassIsRejected(t *testing.T) {
+	s := apiServer(t)
+	ev := evaluate(t, "../../stacks/Pulumi.karpenter-p5.yaml")
+	var nodeClass map[string]any
+	for _, r := range ev.ofType("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass") {
+		nodeClass = r.Inputs.Mappable()
+	}
+	if nodeClass == nil {
+		t.Fatal("the karpenter-p5 stack has no EC2NodeClass")
+	}
+	nodeClass["metadata"] = map[string]any{"name": "broken"}
+	spec := nodeClass["spec"].(map[string]any)
+	nics := spec["networkInterfaces"].([]any)
+	spec["networkInterfaces"] = nics[1:] // drop card 0 device 0, the primary ENA interface
+	var rejected *kubeapi.RejectedError
+	err := s.Create(nodeClass)
+	if !errors.As(err, &rejected) || !strings.Contains(rejected.Message, "must include a primary interface") {
+		t.Fatalf("an EC2NodeClass without a primary interface must be rejected by the CRD's CEL rule; got %v", err)
+	}
+}
+
+func TestInClusterPiecesFollowTheSpec(t *testing.T) {
+	for _, file := range stackFiles(t) {
+		ev := evaluate(t, file)
+		daemonSets := map[string]map[string]any{}
+		for _, r := range ev.ofType("kubernetes:apps/v1:DaemonSet") {
+			daemonSets[str(r.Input("metadata").(map[string]any)["name"])] = r.Inputs.Mappable()
+		}
+		want := map[string][]string{}
+		for _, p := range ev.spec.Pools {
+			if p.InCluster.NVIDIADevicePlugin.Deploy {
+				want["nvidia-device-plugin"] = append(want["nvidia-device-plugin"], p.Name)
+			}
+			if p.InCluster.EFADevicePlugin.Deploy {
+				want["aws-efa-k8s-device-plugin"] = append(want["aws-efa-k8s-device-plugin"], p.Name)
+			}
+			if p.InCluster.FabricManager.Deploy {
+				want["nvidia-fabricmanager"] = append(want["nvidia-fabricmanager"], p.Name)
+			}
+		}
+		for name, pools := range want {
+			ds, ok := daemonSets[name]
+			if !ok {
+				t.Errorf("%s: no %s DaemonSet for pools %v", filepath.Base(file), name, pools)
+				continue
+			}
+			pod := ds["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			terms := pod["affinity"].(map[string]any)["nodeAffinity"].(map[string]any)["requiredDuringSchedulingIgnoredDuringExecution"].(map[string]any)["nodeSelectorTerms"].([]any)
+			values := terms[0].(map[string]any)["matchExpressions"].([]any)[0].(map[string]any)["values"]
+			sort.Strings(pools)
+			if str(values) != str(toAny(pools)) {
+				t.Errorf("%s: %s lands on pools %v, want %v", filepath.Base(file), name, values, pools)
+			}
+			// Every taint of those pools is tolerated (the GPU taint above all).
+			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
+				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
+			}
+		}
+		for name := range daemonSets {
+			if _, ok := want[name]; !ok {
+				t.Errorf("%s: DaemonSet %s deployed though no pool needs it", filepath.Base(file), name)
+			}
+		}
+	}
+}
+
+func TestFabricManagerDaemonSet(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.p4d-custom-ami.yaml")
+	var found []offline.Resource
+	for _, r := range ev.ofType("kubernetes:apps/v1:DaemonSet") {
+		if r.Input("metadata").(map[string]any)["name"] == "nvidia-fabricmanager" {
+			found = append(found, r)
+		}
+	}
+	ds := one(t, found, "fabric manager DaemonSets")
+	pod := ds.Input("spec").(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	c := pod["containers"].([]any)[0].(map[string]any)
+	script := str(c["command"])
+	if pod["hostPID"] != true || c["securityContext"].(map[string]any)["privileged"] != true || c["readinessProbe"] == nil ||
+		c["resources"].(map[string]any)["requests"] == nil || !strings.Contains(script, "nvidia-fabricmanager-570=570.172.08-1") {
+		t.Errorf("fabric manager DaemonSet %v", pod)
+	}
+	mounts := str(c["volumeMounts"])
+	if !strings.Contains(mounts, "/dev") || !strings.Contains(mounts, "/run/nvidia") {
+		t.Errorf("mounts %s", mounts)
+	}
+	// Images that run fabric manager on the host get no DaemonSet.
+	for _, stack := range []string{"p5-efa", "p4d-efa"} {
+		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
+			if r.Input("metadata").(map[string]any)["name"] == "nvidia-fabricmanager" {
+				t.Errorf("%s runs fabric manager on the host, yet a DaemonSet is deployed", stack)
+			}
+		}
+	}
+}
+
+func TestKarpenterController(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.karpenter-p5.yaml")
+	chart := one(t, ev.ofType("kubernetes:helm.sh/v4:Chart"), "charts")
+	values := chart.Input("values").(map[string]any)
+	if chart.Input("chart") != karpenter.ChartRef || chart.Input("version") != karpenter.ChartVersion ||
+		values["settings"].(map[string]any)["interruptionQueue"] != "karpenter-p5-karpenter" ||
+		values["nodeSelector"].(map[string]any)["gpucluster.io/pool"] != "system" {
+		t.Errorf("chart %v", chart.Inputs)
+	}
+	if n := len(ev.ofType("aws:cloudwatch/eventRule:EventRule")); n != 4 {
+		t.Errorf("%d interruption rules, want 4", n)
+	}
+	entry := one(t, ev.ofType("aws:eks/accessEntry:AccessEntry"), "access entries")
+	if entry.Input("type") != "EC2_LINUX" {
+		t.Errorf("Karpenter node access entry %v", entry.Inputs)
+	}
+	policy := str(one(t, ev.ofType("aws:iam/rolePolicy:RolePolicy"), "controller policies").Input("policy"))
+	for _, want := range []string{`"aws:ResourceTag/kubernetes.io/cluster/karpenter-p5":"owned"`, "placement-group/*", "ec2:DescribePlacementGroups",
+		`"aws:RequestedRegion":"us-west-2"`, "arn:aws:sqs"} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("controller policy lacks %s", want)
+		}
+	}
+	// NodePools are deleted before the controller: they depend on the chart.
+	chartURN := chart.URN
+	for _, typ := range []string{"kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"} {
+		r := one(t, ev.ofType(typ), typ)
+		found := false
+		for _, d := range r.Dependencies {
+			found = found || d == chartURN
+		}
+		if !found {
+			t.Errorf("%s does not depend on the controller chart: destroy could delete the controller first", typ)
+		}
+	}
+	nodeClass := one(t, ev.ofType("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"), "node classes").Input("spec").(map[string]any)
+	if nodeClass["placementGroupSelector"].(map[string]any)["name"] != "karpenter-p5-gpu" || len(nodeClass["networkInterfaces"].([]any)) != 33 {
+		t.Errorf("node class %v", nodeClass)
+	}
+	nodePool := one(t, ev.ofType("kubernetes:karpenter.sh/v1:NodePool"), "node pools").Input("spec").(map[string]any)
+	if nodePool["limits"].(map[string]any)["nvidia.com/gpu"] != "32" || nodePool["disruption"].(map[string]any)["consolidationPolicy"] != "WhenEmpty" {
+		t.Errorf("node pool %v", nodePool)
+	}
+}
+
+func tolerates(raw any, taint topology.Taint) bool {
+	list, _ := raw.([]any)
+	for _, t := range list {
+		m := t.(map[string]any)
+		tol := topology.Toleration{Key: strOr(m["key"]), Operator: strOr(m["operator"]), Value: strOr(m["value"]), Effect: strOr(m["effect"])}
+		if tol.Tolerates(taint) {
+			return true
+		}
+	}
+	return false
+}
+
+func strOr(v any) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

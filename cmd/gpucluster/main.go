@@ -11,11 +11,14 @@ import (
 const usage = `gpucluster: GPU-cluster topology, offline.
 
 Usage:
+  gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
+                                          evaluate a stack's Pulumi program offline and write its review
+                                          bundle (plan.json, manifests/, REVIEW.md); default: the dev stack
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
   gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
 
-Exit codes: 0 ok, 1 invalid input, 2 usage error.
+Exit codes: 0 ok, 1 invalid input or an error finding, 2 usage error.
 `
 
 func main() {
@@ -30,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "plan":
+		return cmdPlan(rest, stdout, stderr)
 	case "profiles":
 		return cmdProfiles(rest, stdout, stderr)
 	case "profile":

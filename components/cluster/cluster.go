@@ -120,7 +120,9 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		return nil, err
 	}
 
-	c.Name = c.EKS.KubeconfigJson.ApplyT(func(string) string { return s.Name }).(pulumi.StringOutput)
+	// Known before the cluster exists (a preview shows it) yet still depends on the cluster:
+	// derived from the component's URN, which carries the dependency.
+	c.Name = c.EKS.URN().ApplyT(func(pulumi.URN) string { return s.Name }).(pulumi.StringOutput)
 	c.Kubeconfig = pulumi.ToSecret(c.EKS.KubeconfigJson).(pulumi.StringOutput)
 	c.Endpoint = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) { return kubeconfigField(k, "server") }).(pulumi.StringOutput)
 	c.CertificateAuthority = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) {

@@ -113,8 +113,11 @@ func deriveInCluster(poolName string, p Profile, it InstanceType, efa int) InClu
 
 func deriveFabricManager(p Profile, it InstanceType) FabricManagerDecision {
 	if !it.FabricManager {
-		return FabricManagerDecision{RunBy: FabricManagerNotNeeded,
-			Reason: fmt.Sprintf("%s has no NVSwitch: its GPUs share PCIe only", it.Name)}
+		why := fmt.Sprintf("%s has no NVSwitch: its GPUs share PCIe only", it.Name)
+		if it.GPUCount == 1 {
+			why = fmt.Sprintf("%s has a single GPU and no NVSwitch", it.Name)
+		}
+		return FabricManagerDecision{RunBy: FabricManagerNotNeeded, Reason: why}
 	}
 	switch {
 	case p.FabricManager == FabricManagerDaemonSet:

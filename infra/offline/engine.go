@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -45,17 +46,25 @@ func (r Resource) Input(key string) any {
 // kubeconfig of an EKS cluster). Every value it makes up is marked as such ("mock").
 type Engine struct {
 	stack string
+	// plan: evaluate as a preview (dry run). Values only the cloud computes (ids, ARNs, the
+	// kubeconfig) stay unknown instead of being made up.
+	plan bool
 
 	mu        sync.Mutex
 	resources []Resource
 }
 
-// NewEngine returns an engine for one stack.
+// NewEngine returns an engine for one stack that answers with mock values (for tests).
 func NewEngine(stack string) *Engine { return &Engine{stack: stack} }
+
+// NewPlanEngine returns an engine that evaluates a stack as `pulumi preview` would: cloud-computed
+// values are unknown.
+func NewPlanEngine(stack string) *Engine { return &Engine{stack: stack, plan: true} }
 
 // Run evaluates fn as the program of the engine's stack.
 func (e *Engine) Run(fn pulumi.RunFunc) error {
-	return pulumi.RunErr(fn, pulumi.WithMocks(Project, e.stack, e))
+	dryRun := func(info *pulumi.RunInfo) { info.DryRun = e.plan }
+	return pulumi.RunErr(fn, pulumi.WithMocks(Project, e.stack, e), dryRun)
 }
 
 // Resources returns what was registered, sorted by URN.
@@ -71,20 +80,31 @@ func (e *Engine) Resources() []Resource {
 func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
 	parent := ""
 	var deps []string
+	inputs := args.Inputs
 	if rpc := args.RegisterRPC; rpc != nil {
 		parent = rpc.GetParent()
 		deps = append(deps, rpc.GetDependencies()...)
 		sort.Strings(deps)
+		// The mock monitor drops unknown inputs; read them again from the request, keeping them,
+		// so that a plan marks them unknown instead of showing nothing.
+		if raw, err := plugin.UnmarshalProperties(rpc.GetObject(), plugin.MarshalOptions{
+			KeepUnknowns: true, KeepSecrets: true, KeepResources: true, KeepOutputValues: true,
+		}); err == nil {
+			inputs = raw
+		}
 	}
 	urn := e.urn(parent, args.TypeToken, args.Name)
 	id := ""
-	if args.Custom {
+	if args.Custom && !e.plan {
 		id = mockID(args.TypeToken, urn)
 	}
 	e.mu.Lock()
 	e.resources = append(e.resources, Resource{URN: urn, ID: id, Type: args.TypeToken, Name: args.Name, Parent: parent,
-		Custom: args.Custom, Inputs: args.Inputs, Dependencies: deps})
+		Custom: args.Custom, Inputs: inputs, Dependencies: deps})
 	e.mu.Unlock()
+	if e.plan {
+		return "", args.Inputs, nil // inputs are known; what the cloud adds is not
+	}
 	return id, outputs(args, id), nil
 }
 

@@ -26,7 +26,9 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	tags := map[string]string{TagCluster: spec.Cluster.Name, TagStack: spec.Stack}
 	in := &InCluster{KarpenterPools: map[string]*karpenter.Pool{}}
 	var err error
-	in.Provider, err = kubernetes.NewProvider(ctx, spec.Cluster.Name, &kubernetes.ProviderArgs{Kubeconfig: d.Cluster.Kubeconfig},
+	// The provider takes the kubeconfig as pulumi-eks writes it: it carries no credential (it runs
+	// `aws eks get-token`), and an unknown wrapped in a secret cannot be previewed.
+	in.Provider, err = kubernetes.NewProvider(ctx, spec.Cluster.Name, &kubernetes.ProviderArgs{Kubeconfig: d.Cluster.EKS.KubeconfigJson},
 		pulumi.Parent(d.Cluster)) // the cluster's own access
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -50,9 +51,15 @@ func evaluate(t *testing.T, file string) *evaluation {
 		}
 		export(ctx, d)
 		ev.d = d
+		var mu sync.Mutex // apply callbacks of different pools run concurrently
 		for name, np := range d.Pools {
 			name := name
-			np.NodeGroupName.ApplyT(func(s string) string { ev.outputs["nodeGroup/"+name] = s; return s })
+			np.NodeGroupName.ApplyT(func(s string) string {
+				mu.Lock()
+				defer mu.Unlock()
+				ev.outputs["nodeGroup/"+name] = s
+				return s
+			})
 		}
 		return nil
 	})

@@ -1,0 +1,185 @@
+// Package plan evaluates the real Pulumi program of a stack offline, as `pulumi preview` would
+// but with no credentials and no Pulumi CLI, and writes the review bundle: plan.json, the
+// Kubernetes manifests and REVIEW.md.
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/infra/program"
+)
+
+// Result is what a plan produced.
+type Result struct {
+	Spec      topology.StackSpec
+	Resources []offline.Resource
+	Findings  []Finding
+	Files     map[string][]byte // bundle path → content
+}
+
+// Errors counts the error findings: a plan with any fails.
+func (r *Result) Errors() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == topology.SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
+// Evaluate plans one stack file in memory. An invalid file gives topology.ConfigErrors.
+func Evaluate(stackFile string) (*Result, error) {
+	spec, err := topology.LoadStack(stackFile)
+	if err != nil {
+		return nil, err
+	}
+	engine := offline.NewPlanEngine(spec.Stack)
+	if err := engine.Run(program.Run(stackFile)); err != nil {
+		return nil, fmt.Errorf("evaluating the program of %s: %w", stackFile, err)
+	}
+	r := &Result{Spec: spec, Resources: engine.Resources()}
+	r.Findings = Review(spec)
+	r.Files, err = bundle(r)
+	return r, err
+}
+
+// Write plans a stack file and writes its bundle to dir, replacing what was there. Nothing is
+// written when the file is invalid or the program fails; the bundle appears whole or not at all.
+func Write(stackFile, dir string) (*Result, error) {
+	r, err := Evaluate(stackFile)
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, ".plan-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	for _, path := range sortedKeys(r.Files) {
+		full := filepath.Join(tmp, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(full, r.Files[path], 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	return r, os.Rename(tmp, dir)
+}
+
+// planJSON is plan.json (schema in README.md, "plan.json").
+type planJSON struct {
+	Project   string         `json:"project"`
+	Stack     string         `json:"stack"`
+	Source    string         `json:"source"`
+	Resources []planResource `json:"resources"`
+}
+
+type planResource struct {
+	URN       string         `json:"urn"`
+	Type      string         `json:"type"`
+	Name      string         `json:"name"`
+	Parent    string         `json:"parent"`
+	Custom    bool           `json:"custom"`
+	DependsOn []string       `json:"dependsOn"`
+	Inputs    map[string]any `json:"inputs"`
+}
+
+func bundle(r *Result) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	p := planJSON{Project: offline.Project, Stack: r.Spec.Stack, Source: r.Spec.Source, Resources: []planResource{}}
+	for _, res := range r.Resources {
+		deps := res.Dependencies
+		if deps == nil {
+			deps = []string{}
+		}
+		p.Resources = append(p.Resources, planResource{URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
+			Custom: res.Custom, DependsOn: deps, Inputs: offline.PlainMap(res.Inputs)})
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files["plan.json"] = append(b, '\n')
+	manifests, err := manifests(r.Resources)
+	if err != nil {
+		return nil, err
+	}
+	for path, content := range manifests {
+		files[path] = content
+	}
+	review, err := reviewMarkdown(r)
+	if err != nil {
+		return nil, err
+	}
+	files["REVIEW.md"] = review
+	return files, nil
+}
+
+// manifests renders every Kubernetes object as it would be applied, and every Helm chart as its
+// reference, version and values.
+func manifests(resources []offline.Resource) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, res := range resources {
+		if !strings.HasPrefix(res.Type, "kubernetes:") {
+			continue
+		}
+		inputs := offline.PlainMap(res.Inputs)
+		var path string
+		var doc any
+		if res.Type == "kubernetes:helm.sh/v4:Chart" {
+			path = "manifests/chart-" + res.Name + ".yaml"
+			doc = map[string]any{"chart": inputs["chart"], "version": inputs["version"], "namespace": inputs["namespace"], "values": inputs["values"]}
+		} else {
+			md, _ := inputs["metadata"].(map[string]any)
+			ns, _ := md["namespace"].(string)
+			name, _ := md["name"].(string)
+			kind, _ := inputs["kind"].(string)
+			path = "manifests/" + strings.ToLower(kind) + "-" + strings.Trim(ns+"-"+name, "-") + ".yaml"
+			doc = inputs
+		}
+		b, err := yamlDoc(doc)
+		if err != nil {
+			return nil, err
+		}
+		out[path] = b
+	}
+	return out, nil
+}
+
+// yamlDoc marshals a JSON-shaped value as YAML with sorted keys (deterministic).
+func yamlDoc(v any) ([]byte, error) {
+	var sb strings.Builder
+	enc := yaml.NewEncoder(&sb)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(sb.String()), enc.Close()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

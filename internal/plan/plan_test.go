@@ -1,0 +1,227 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+)
+
+func stack(name string) string { return "../../stacks/Pulumi." + name + ".yaml" }
+
+func writeBundle(t *testing.T, name string) (string, *Result) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	r, err := Write(stack(name), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func planOf(t *testing.T, dir string) planJSON {
+	var p planJSON
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, "plan.json"))), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustContain(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q", what, w)
+		}
+	}
+}
+
+func TestP5Bundle(t *testing.T) {
+	dir, r := writeBundle(t, "p5-efa")
+	p := planOf(t, dir)
+	if p.Stack != "p5-efa" || len(p.Resources) != len(r.Resources) || len(p.Resources) < 40 {
+		t.Fatalf("plan.json: stack %s, %d resources", p.Stack, len(p.Resources))
+	}
+	var lt, ng *planResource
+	for i, res := range p.Resources {
+		switch {
+		case res.Type == "aws:ec2/launchTemplate:LaunchTemplate" && res.Name == "p5-efa-gpu":
+			lt = &p.Resources[i]
+		case res.Type == "aws:eks/nodeGroup:NodeGroup" && res.Name == "p5-efa-gpu":
+			ng = &p.Resources[i]
+		}
+		if i > 0 && p.Resources[i-1].URN >= res.URN {
+			t.Fatalf("resources are not in URN order at %s", res.URN)
+		}
+	}
+	if lt == nil || ng == nil {
+		t.Fatal("no launch template or node group for pool gpu")
+	}
+	nics := lt.Inputs["networkInterfaces"].([]any)
+	if len(nics) != 33 || nics[1].(map[string]any)["interfaceType"] != "efa-only" {
+		t.Errorf("launch template interfaces %v", nics)
+	}
+	// Cloud-computed values are marked unknown, never invented.
+	sg := nics[0].(map[string]any)["securityGroups"].([]any)
+	if sg[0] != offline.Unknown || ng.Inputs["subnetIds"].([]any)[0] != offline.Unknown || ng.Inputs["clusterName"] != "p5-efa" {
+		t.Errorf("unknowns: security group %v, subnets %v, cluster %v", sg, ng.Inputs["subnetIds"], ng.Inputs["clusterName"])
+	}
+	if bytes.Contains([]byte(read(t, filepath.Join(dir, "plan.json"))), []byte("mock")) {
+		t.Error("plan.json contains a made-up mock value")
+	}
+	review := read(t, filepath.Join(dir, "REVIEW.md"))
+	mustContain(t, "REVIEW.md", review, "## Pool `gpu`", "p5.48xlarge: 8 × NVIDIA H100 80 GB", "NVSwitch, NVLink4, 900 GB/s per GPU",
+		"32 interfaces on 32 network cards, GPUDirect RDMA", "cluster: EFA pool", "`p2p`", "`net-libfabric-gdrdma`",
+		"3200 of 3200 Gbps per node", "$55.04 per node-hour; $110.08 per hour at 2 node(s)", "```mermaid", "placement group p5-efa-gpu",
+		"host: auto: the al2023-nvidia image runs nv-fabricmanager", "vpc.amazonaws.com/efa: \"32\"", "sizeLimit: 64Gi", "IPC_LOCK",
+		"`endpoint-open`", "us-west-2 prices differ")
+	for _, m := range []string{"daemonset-kube-system-nvidia-device-plugin.yaml", "daemonset-kube-system-aws-efa-k8s-device-plugin.yaml"} {
+		mustContain(t, m, read(t, filepath.Join(dir, "manifests", m)), "kind: DaemonSet", "nvidia.com/gpu")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifests", "daemonset-kube-system-nvidia-fabricmanager.yaml")); err == nil {
+		t.Error("fabric manager DaemonSet on an image that runs it on the host")
+	}
+}
+
+func TestG6eENABundle(t *testing.T) {
+	dir, _ := writeBundle(t, "g6e-ena")
+	review := read(t, filepath.Join(dir, "REVIEW.md"))
+	mustContain(t, "REVIEW.md", review, "`shm`", "`net-socket`", "none (ena-only): one ENA interface", "`efa-unused`",
+		"PCIe without GPU peer-to-peer", "$10.49 per node-hour; $41.97 per hour at 4 node(s)")
+	files, _ := filepath.Glob(filepath.Join(dir, "manifests", "*efa*"))
+	if len(files) != 0 {
+		t.Errorf("ENA-only stack has EFA manifests: %v", files)
+	}
+}
+
+func TestKarpenterBundle(t *testing.T) {
+	dir, _ := writeBundle(t, "karpenter-p5")
+	mustContain(t, "chart", read(t, filepath.Join(dir, "manifests", "chart-karpenter-p5-karpenter.yaml")),
+		"chart: oci://public.ecr.aws/karpenter/karpenter", "version: 1.14.1", "interruptionQueue: karpenter-p5-karpenter")
+	mustContain(t, "EC2NodeClass", read(t, filepath.Join(dir, "manifests", "ec2nodeclass-karpenter-p5-gpu.yaml")),
+		"placementGroupSelector:", "name: karpenter-p5-gpu", "interfaceType: efa-only", "role: karpenter-p5-karpenter-node", "alias: al2023@v20250915")
+	mustContain(t, "NodePool", read(t, filepath.Join(dir, "manifests", "nodepool-karpenter-p5-gpu.yaml")),
+		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never")
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0 to 4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")
+}
+
+func TestTwoRunsAreByteIdentical(t *testing.T) {
+	for _, name := range []string{"mixed", "karpenter-p5"} {
+		a, _ := writeBundle(t, name)
+		b, _ := writeBundle(t, name)
+		var filesA []string
+		filepath.Walk(a, func(path string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				rel, _ := filepath.Rel(a, path)
+				filesA = append(filesA, rel)
+			}
+			return nil
+		})
+		if len(filesA) < 3 {
+			t.Fatalf("%s: bundle has %d files", name, len(filesA))
+		}
+		for _, f := range filesA {
+			if read(t, filepath.Join(a, f)) != read(t, filepath.Join(b, f)) {
+				t.Errorf("%s: %s differs between two runs", name, f)
+			}
+		}
+	}
+}
+
+func TestInvalidConfigWritesNothing(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "Pulumi.bad.yaml")
+	os.WriteFile(bad, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: p4d-efa, efaInterfaces: 9}]\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "review", "bad")
+	_, err := Write(bad, out)
+	var ces topology.ConfigErrors
+	if !errors.As(err, &ces) || ces[0].Key != "gpucluster:pools[0].efaInterfaces" {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(out)); !os.IsNotExist(err) {
+		t.Errorf("something was written for an invalid config: %v", err)
+	}
+}
+
+func TestErrorFindingsCheckTheFinalSpec(t *testing.T) {
+	spec, err := topology.LoadStack(stack("mixed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := countErrors(Review(spec)); errs != 0 {
+		t.Fatalf("a valid stack has %d error findings", errs)
+	}
+	train := &spec.Pools[0]
+	train.Placement.Strategy = topology.PlacementCluster                // a placement group on a Capacity Block
+	train.Network.EFASecurityGroup = train.Network.EFASecurityGroup[:1] // ingress only
+	train.AvailabilityZones = []string{"us-east-1a", "us-east-1c"}
+	codes := map[string]bool{}
+	for _, f := range Review(spec) {
+		if f.Severity == topology.SeverityError {
+			codes[f.Code] = true
+		}
+	}
+	for _, want := range []string{"reserved-capacity-with-placement-group", "efa-security-group-not-self", "efa-pool-across-zones"} {
+		if !codes[want] {
+			t.Errorf("no error finding %s in %v", want, codes)
+		}
+	}
+}
+
+func countErrors(fs []Finding) int {
+	r := Result{Findings: fs}
+	return r.Errors()
+}
+
+// TestPricesMatchKarpentersTable reads Karpenter's generated price table from the module cache
+// (the module build/crds pins) and compares every price used here.
+func TestPricesMatchKarpentersTable(t *testing.T) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/karpenter-provider-aws")
+	cmd.Dir = "../kubeapi/build/crds"
+	dl := exec.Command("go", "mod", "download", "github.com/aws/karpenter-provider-aws")
+	dl.Dir = cmd.Dir
+	if msg, err := dl.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download: %v\n%s", err, msg)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := read(t, filepath.Join(strings.TrimSpace(string(out)), "pkg/providers/pricing/zz_generated.pricing_aws.go"))
+	if !strings.Contains(src, "generated at "+PriceDate) {
+		t.Errorf("the table is not the one generated %s", PriceDate)
+	}
+	block := src[strings.Index(src, `"`+PriceRegion+`": {`):]
+	block = block[:strings.Index(block, "\n\t},")]
+	upstream := map[string]float64{}
+	for _, m := range regexp.MustCompile(`"([a-z0-9.-]+)": ([0-9.]+),`).FindAllStringSubmatch(block, -1) {
+		upstream[m[1]], _ = strconv.ParseFloat(m[2], 64)
+	}
+	for typ, price := range onDemandUSEast1 {
+		if up, ok := upstream[typ]; !ok || up != price {
+			t.Errorf("%s: %.6f here, %.6f (present %v) in Karpenter's table", typ, price, up, ok)
+		}
+	}
+	for _, it := range topology.InstanceTypes() {
+		if _, here := onDemandUSEast1[it.Name]; !here && upstream[it.Name] != 0 {
+			t.Errorf("%s has a price upstream (%.6f) that the plan does not show", it.Name, upstream[it.Name])
+		}
+	}
+}

@@ -25,6 +25,9 @@ func walkJSON(t reflect.Type, prefix string, out *[]jsonField) {
 		}
 		path := prefix + name
 		ft := f.Type
+		if ft.Kind() == reflect.Ptr {
+			ft = ft.Elem()
+		}
 		switch {
 		case ft.Kind() == reflect.Struct:
 			walkJSON(ft, path+".", out)

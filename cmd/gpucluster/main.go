@@ -14,11 +14,15 @@ Usage:
   gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
                                           evaluate a stack's Pulumi program offline and write its review
                                           bundle (plan.json, manifests/, REVIEW.md); default: the dev stack
+  gpucluster doctor --log FILE [--topo FILE] [--stack NAME | --profile NAME] [--json]
+                                          read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
+                                          signatures, and whether they match the profile
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
   gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
 
-Exit codes: 0 ok, 1 invalid input or an error finding, 2 usage error.
+Exit codes: 0 ok, 1 invalid input, an error finding (plan) or a mismatch (doctor), 2 usage error
+or unreadable input (doctor).
 `
 
 func main() {
@@ -33,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "doctor":
+		return cmdDoctor(rest, stdout, stderr)
 	case "plan":
 		return cmdPlan(rest, stdout, stderr)
 	case "profiles":

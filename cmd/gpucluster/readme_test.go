@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
 func readme(t *testing.T) string {
@@ -163,5 +164,15 @@ func compareSets(t *testing.T, what string, actual, documented map[string]bool) 
 	}
 	if len(stale) > 0 {
 		t.Errorf("README documents %s(s) that do not exist: %v", what, stale)
+	}
+}
+
+func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
+	doc := section(t, readme(t), "NCCL doctor: what did the job actually do?")
+	for _, f := range jsonFields(doctor.Report{}) {
+		parts := strings.Split(strings.ReplaceAll(f.path, "[]", ""), ".")
+		if name := parts[len(parts)-1]; !strings.Contains(doc, "`"+name+"`") && !strings.Contains(doc, "`"+name+"[]`") {
+			t.Errorf("README's doctor section does not name JSON field %s", f.path)
+		}
 	}
 }

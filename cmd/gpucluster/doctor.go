@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/program"
+	"github.com/gpucluster/gpucluster/internal/doctor"
+)
+
+// stdin is where `-` reads from (a variable so tests can feed it).
+var stdin io.Reader = os.Stdin
+
+func cmdDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("doctor", stderr)
+	logFile := fs.String("log", "", "NCCL_DEBUG=INFO log of the job ('-' reads stdin)")
+	topoFile := fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
+	stack := fs.String("stack", "", "compare with the first pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	profile := fs.String("profile", "", "compare with this built-in profile")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*logFile == "-" && *topoFile == "-") {
+		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE [--topo FILE] [--stack NAME | --profile NAME] [--json]")
+		return 2
+	}
+	l, err := readInput(*logFile, func(r io.Reader) (*doctor.Log, error) { return doctor.Parse(r) })
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", *logFile, err)
+		return 2
+	}
+	var topo *doctor.Topo
+	if *topoFile != "" {
+		if topo, err = readInput(*topoFile, doctor.ParseTopo); err != nil {
+			fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", *topoFile, err)
+			return 2
+		}
+	}
+	pool, against, err := expectation(*stack, *profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
+		return 2
+	}
+	r := doctor.Diagnose(l, topo, pool, against)
+	if *asJSON {
+		if code := writeJSON(stdout, stderr, r); code != 0 {
+			return code
+		}
+	} else {
+		writeDoctor(stdout, r)
+	}
+	if r.Verdict != nil && !r.Verdict.Match {
+		return 1
+	}
+	return 0
+}
+
+func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+	if path == "-" {
+		return parse(stdin)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	return parse(f)
+}
+
+// expectation is the pool spec the job should match: a built-in profile, or a stack's first pool.
+func expectation(stack, profile string) (*topology.PoolSpec, string, error) {
+	switch {
+	case profile != "":
+		p, ok := topology.BuiltinProfile(profile)
+		if !ok {
+			return nil, "", fmt.Errorf("unknown profile %q; built-in profiles: %s", profile, strings.Join(topology.BuiltinProfileNames(), ", "))
+		}
+		s, err := topology.Derive(profile, p)
+		return &s, "profile " + profile, err
+	case stack != "":
+		cwd, _ := os.Getwd()
+		file, err := program.StackFile(cwd, stack)
+		if err != nil {
+			return nil, "", err
+		}
+		spec, err := topology.LoadStack(file)
+		if err != nil {
+			var ces topology.ConfigErrors
+			if errors.As(err, &ces) {
+				return nil, "", fmt.Errorf("%s is invalid: %v", file, ces)
+			}
+			return nil, "", err
+		}
+		return &spec.Pools[0], fmt.Sprintf("stack %s, pool %s", stack, spec.Pools[0].Name), nil
+	}
+	return nil, "", nil
+}
+
+func writeDoctor(w io.Writer, r *doctor.Report) {
+	fmt.Fprintf(w, "NCCL %s, net plugin %s %s, network %s\n", orDash(r.NCCLVersion), r.NetPlugin, r.PluginVersion, orDash(r.Network))
+	for _, c := range r.Communicators {
+		fmt.Fprintf(w, "\ncommunicator %s: %d ranks on %d node(s), %d per node, %d channels\n", c.ID, c.Ranks, c.Nodes, c.LocalRanks, c.Channels)
+		fmt.Fprintf(w, "  intra-node: %s\n  inter-node: %s\n", c.IntraNode, c.InterNode)
+		for _, conn := range c.Connections {
+			fmt.Fprintf(w, "    %-10s %-32s %-22s %d\n", conn.Where, conn.Transport, conn.Class, conn.Count)
+		}
+	}
+	if r.Topology != nil {
+		fmt.Fprintf(w, "\ntopology: %s\n", r.Topology.Summary())
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "%s %s\n  seen:  %s\n  cause: %s\n  fix:   %s\n", strings.ToUpper(f.Severity), f.Code, f.Evidence, f.Cause, f.Fix)
+	}
+	if v := r.Verdict; v != nil {
+		result := "MATCH"
+		if !v.Match {
+			result = "MISMATCH"
+		}
+		fmt.Fprintf(w, "\nverdict against %s: %s\n  expected intra-node %s, inter-node %s\n  observed intra-node %s, inter-node %s\n",
+			v.Against, result, v.ExpectedIntra, v.ExpectedInter, v.ObservedIntra, v.ObservedInter)
+		for _, c := range v.Changes {
+			fmt.Fprintf(w, "  change: %s\n", c)
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

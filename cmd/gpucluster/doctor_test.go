@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/internal/doctor"
+)
+
+const doctorData = "../../internal/doctor/testdata/"
+
+func TestDoctorExitCodes(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--profile", "p5-efa"}, 0, "verdict against profile p5-efa: MATCH"},
+		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--stack", "p5-efa"}, 0, "verdict against stack p5-efa, pool gpu: MATCH"},
+		{[]string{"doctor", "--log", doctorData + "g6e-ena-fallback.log", "--profile", "g6e-efa"}, 1, "MISMATCH"},
+		{[]string{"doctor", "--log", doctorData + "unreachable.log"}, 0, "ERROR efa-unreachable"},
+		{[]string{"doctor", "--log", doctorData + "p5-topo.txt"}, 2, "no NCCL output"},
+		{[]string{"doctor", "--log", "/nonexistent.log"}, 2, "no such file"},
+		{[]string{"doctor"}, 2, "usage: gpucluster doctor"},
+		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--profile", "p9"}, 2, "unknown profile"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s%s", c.args, code, c.code, c.want, stdout, stderr)
+		}
+	}
+}
+
+func TestDoctorReadsStdinAndWritesJSON(t *testing.T) {
+	stdin = strings.NewReader("pod-a | h:1:2 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n" +
+		"h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x9 - Init START\n" +
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n")
+	defer func() { stdin = nil }()
+	code, stdout, stderr := runCLI("doctor", "--log", "-", "--json")
+	var r doctor.Report
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.NCCLVersion != "2.23.4+cuda12.6" || r.Communicators[0].IntraNode != "p2p" {
+		t.Errorf("exit %d %s %s", code, stdout, stderr)
+	}
+}

@@ -1,0 +1,205 @@
+package doctor
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+func parseFile(t *testing.T, name string) *Log {
+	t.Helper()
+	f, err := os.Open("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func topoFile(t *testing.T, name string) *Topo {
+	t.Helper()
+	f, err := os.Open("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	topo, err := ParseTopo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func profile(t *testing.T, name string) *topology.PoolSpec {
+	t.Helper()
+	p, _ := topology.BuiltinProfile(name)
+	s, err := topology.Derive(name, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func codes(r *Report) string {
+	var cs []string
+	for _, f := range r.Findings {
+		cs = append(cs, f.Code)
+	}
+	return strings.Join(cs, ",")
+}
+
+func TestCommunicatorsAndTransports(t *testing.T) {
+	cases := []struct {
+		log                        string
+		version, plugin, network   string
+		ranks, nodes, local, chans int
+		intra, inter, findings     string
+	}{
+		{"p5-efa.log", "2.23.4+cuda12.6", "AWS Libfabric", "Libfabric", 16, 2, 8, 32,
+			topology.TransportP2P, topology.TransportNetLibfabricGDR, ""},
+		{"g6e-ena-fallback.log", "2.21.5+cuda12.4", "AWS Libfabric", "Socket", 16, 4, 4, 2,
+			topology.TransportSHM, topology.TransportNetSocket, "net-plugin-fallback"},
+		{"p4d-pod-per-gpu.log", "2.18.5+cuda12.2", "AWS Libfabric", "AWS Libfabric", 4, 4, 1, 4,
+			topology.TransportNone, topology.TransportNetLibfabricGDR, "one-gpu-per-pod"},
+	}
+	for _, c := range cases {
+		t.Run(c.log, func(t *testing.T) {
+			r := Diagnose(parseFile(t, c.log), nil, nil, "")
+			if r.NCCLVersion != c.version || r.NetPlugin != c.plugin || r.Network != c.network {
+				t.Errorf("version %q plugin %q network %q", r.NCCLVersion, r.NetPlugin, r.Network)
+			}
+			if len(r.Communicators) != 1 {
+				t.Fatalf("%d communicators", len(r.Communicators))
+			}
+			cm := r.Communicators[0]
+			if cm.Ranks != c.ranks || cm.Nodes != c.nodes || cm.LocalRanks != c.local || cm.Channels != c.chans ||
+				cm.IntraNode != c.intra || cm.InterNode != c.inter {
+				t.Errorf("communicator %+v", cm)
+			}
+			if got := codes(r); got != c.findings {
+				t.Errorf("findings %q, want %q", got, c.findings)
+			}
+		})
+	}
+}
+
+func TestSignatures(t *testing.T) {
+	cases := map[string][]string{
+		"env-overrides.log":       {"p2p-restricted", "slow-bootstrap", "nccl-proto-forced"},
+		"unreachable.log":         {"efa-unreachable"},
+		"fabric-manager-down.log": {"fabric-manager-down"},
+		"g6e-ena-fallback.log":    {"net-plugin-fallback"},
+		"p4d-pod-per-gpu.log":     {"one-gpu-per-pod"},
+	}
+	for file, want := range cases {
+		r := Diagnose(parseFile(t, file), nil, nil, "")
+		for _, code := range want {
+			found := false
+			for _, f := range r.Findings {
+				if f.Code == code {
+					found = true
+					if f.Evidence == "" || f.Cause == "" || f.Fix == "" {
+						t.Errorf("%s: %s lacks evidence, cause or fix", file, code)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: no %s in %s", file, code, codes(r))
+			}
+		}
+	}
+	// P2P blocked: SHM inside while the matrix allows P2P.
+	r := Diagnose(parseFile(t, "env-overrides.log"), topoFile(t, "p5-topo.txt"), nil, "")
+	if !strings.Contains(codes(r), "p2p-blocked") {
+		t.Errorf("SHM on an NVLink machine is not reported: %s", codes(r))
+	}
+	// One GPU per pod names NVLink when the node has NVSwitch.
+	r = Diagnose(parseFile(t, "p4d-pod-per-gpu.log"), nil, profile(t, "p4d-pod-per-gpu"), "profile p4d-pod-per-gpu")
+	if !strings.Contains(r.Findings[0].Cause, "instead of NVLink") {
+		t.Errorf("cause %q", r.Findings[0].Cause)
+	}
+}
+
+func TestTopologyMatrices(t *testing.T) {
+	p5 := topoFile(t, "p5-topo.txt")
+	if len(p5.GPUs) != 8 || p5.Pairs != 28 || p5.P2PPairs != 28 || !p5.NVLink() || p5.CPU["GPU5"] != "48-95" || p5.NUMA["GPU5"] != "1" {
+		t.Errorf("p5: %s cpu %v numa %v", p5.Summary(), p5.CPU, p5.NUMA)
+	}
+	g6e := topoFile(t, "g6e12-topo.txt")
+	if g6e.Pairs != 6 || g6e.P2PPairs != 0 || g6e.NVLink() || g6e.Links["GPU0-GPU1"] != "NODE" || g6e.Links["GPU1-GPU2"] != "SYS" {
+		t.Errorf("g6e: %s %v", g6e.Summary(), g6e.Links)
+	}
+	if _, err := ParseTopo(strings.NewReader("not a matrix\n")); err == nil {
+		t.Error("a file without GPU rows must be refused")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	cases := []struct {
+		log, profile string
+		match        bool
+		change       string
+	}{
+		{"p5-efa.log", "p5-efa", true, ""},
+		{"g6e-ena-fallback.log", "g6e-ena", true, ""},
+		{"g6e-ena-fallback.log", "g6e-efa", false, "fell back to TCP sockets"},
+		{"p4d-pod-per-gpu.log", "p4d-pod-per-gpu", true, ""},
+		{"p4d-pod-per-gpu.log", "p4d-efa", true, ""}, // no intra-node connection to judge; inter matches
+	}
+	for _, c := range cases {
+		r := Diagnose(parseFile(t, c.log), nil, profile(t, c.profile), "profile "+c.profile)
+		v := r.Verdict
+		if v == nil || v.Match != c.match || (c.change != "" && !strings.Contains(strings.Join(v.Changes, " "), c.change)) {
+			t.Errorf("%s vs %s: %+v", c.log, c.profile, v)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	cases := map[string]string{
+		"":                               "empty",
+		"\x00\x01\x02\xff\xfe\n\x00\x00": "binary",
+		"hello\nworld\n":                 "no NCCL output",
+	}
+	for in, want := range cases {
+		_, err := Parse(strings.NewReader(in))
+		var bad ErrNotNCCL
+		if !errors.As(err, &bad) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"p4d-pod-per-gpu.log", "env-overrides.log", "unreachable.log", "fabric-manager-down.log"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse(strings.NewReader(string(data)))
+		if err != nil {
+			var bad ErrNotNCCL
+			if !errors.As(err, &bad) {
+				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			return
+		}
+		r := Diagnose(l, nil, nil, "")
+		for _, c := range r.Communicators {
+			if c.Ranks < 0 || c.Channels < 0 {
+				t.Fatalf("negative counts %+v", c)
+			}
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package doctor
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Topo is an `nvidia-smi topo -m` matrix: the link between every GPU pair and each GPU's CPU and
+// NUMA affinity. Link legend (nvidia-smi): X self; NV# a bonded set of # NVLinks; PIX at most one
+// PCIe bridge; PXB several PCIe bridges; PHB through a PCIe host bridge; NODE between host
+// bridges of one NUMA node; SYS across NUMA nodes.
+type Topo struct {
+	GPUs     []string          `json:"gpus"`
+	Links    map[string]string `json:"links"` // "GPU0-GPU1" → NV12, PIX, NODE…
+	CPU      map[string]string `json:"cpuAffinity"`
+	NUMA     map[string]string `json:"numaAffinity"`
+	P2PPairs int               `json:"p2pPairs"`
+	Pairs    int               `json:"pairs"`
+}
+
+// CanP2P says whether NCCL would use peer-to-peer over a link: NVLink, or PCIe within a switch
+// (PIX, PXB). Through a host bridge or across NUMA nodes NCCL uses SHM (NCCL's default
+// NCCL_P2P_LEVEL; shared/DESIGN.md §1: g6e.12xlarge GPUs see NODE and go through SHM).
+func CanP2P(link string) bool {
+	return strings.HasPrefix(link, "NV") || link == "PIX" || link == "PXB"
+}
+
+// NVLink says whether the GPUs are joined by NVLink (every pair NV#: NVSwitch systems).
+func (t *Topo) NVLink() bool {
+	if t.Pairs == 0 {
+		return false
+	}
+	for _, l := range t.Links {
+		if !strings.HasPrefix(l, "NV") {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseTopo reads the matrix; it tolerates NIC rows and columns and the legend below.
+func ParseTopo(r io.Reader) (*Topo, error) {
+	t := &Topo{Links: map[string]string{}, CPU: map[string]string{}, NUMA: map[string]string{}}
+	sc := bufio.NewScanner(r)
+	var header []string
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if header == nil {
+			if fields[0] == "GPU0" {
+				header = fields
+			}
+			continue
+		}
+		if !gpuColumn.MatchString(fields[0]) || len(fields) < 2 {
+			if fields[0] == "Legend:" {
+				break
+			}
+			continue
+		}
+		gpu := fields[0]
+		t.GPUs = append(t.GPUs, gpu)
+		cols := fields[1:]
+		for i, col := range header {
+			if i >= len(cols) {
+				break
+			}
+			if !gpuColumn.MatchString(col) || col == gpu {
+				continue
+			}
+			a, b := gpu, col
+			if a > b {
+				a, b = b, a
+			}
+			t.Links[a+"-"+b] = cols[i]
+		}
+		// After the link columns: CPU affinity, NUMA affinity, GPU NUMA ID (when present).
+		if n := linkColumns(header); len(cols) > n {
+			rest := cols[n:]
+			if len(rest) > 0 {
+				t.CPU[gpu] = rest[0]
+			}
+			if len(rest) > 1 {
+				t.NUMA[gpu] = rest[1]
+			}
+		}
+	}
+	if len(t.GPUs) == 0 {
+		return nil, ErrNotNCCL{"no GPU rows: pass the output of `nvidia-smi topo -m`"}
+	}
+	for _, l := range t.Links {
+		t.Pairs++
+		if CanP2P(l) {
+			t.P2PPairs++
+		}
+	}
+	return t, nil
+}
+
+var (
+	gpuColumn  = regexp.MustCompile(`^GPU[0-9]+$`)
+	linkColumn = regexp.MustCompile(`^(GPU|NIC)[0-9]+$`)
+)
+
+// linkColumns counts the matrix's device columns (GPUs and NICs) before the affinity columns.
+func linkColumns(header []string) int {
+	n := 0
+	for _, h := range header {
+		if linkColumn.MatchString(h) {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is a one-line description of the matrix.
+func (t *Topo) Summary() string {
+	kinds := map[string]int{}
+	for _, l := range t.Links {
+		kind := l
+		if strings.HasPrefix(l, "NV") {
+			kind = "NV#"
+		}
+		kinds[kind]++
+	}
+	var parts []string
+	for _, k := range sortedKeys(kinds) {
+		parts = append(parts, fmt.Sprintf("%d × %s", kinds[k], k))
+	}
+	return fmt.Sprintf("%d GPUs, %d pairs (%s), %d can use P2P", len(t.GPUs), t.Pairs, strings.Join(parts, ", "), t.P2PPairs)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -19,7 +19,7 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	if s.Description != "" {
 		fmt.Fprintf(w, "  %s\n", s.Description)
 	}
-	line("instance", "%s: %d x %s %d GB, %d vCPU, %d GiB, %s", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, interconnect(it))
+	line("instance", "%s: %d x %s %d GB, %d vCPU, %d GiB, %s", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, it.InterconnectDescription())
 	line("nodes", "%s (%s), capacity %s%s, AMI %s%s", nodeRange(s.Scaling), s.Provisioner, s.Capacity.Type,
 		prefixed(" ", s.Capacity.ReservationID), s.AMI.Family, prefixed(" ", s.AMI.ID))
 	if s.Provisioner == topology.ProvisionerKarpenter {
@@ -72,19 +72,6 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	for _, f := range s.Findings {
 		line(f.Severity, "%s: %s", f.Code, f.Message)
 	}
-}
-
-func interconnect(it topology.InstanceType) string {
-	switch it.Interconnect {
-	case topology.InterconnectNVSwitch:
-		return fmt.Sprintf("NVSwitch NVLink%d %d GB/s per GPU", it.NVLinkGeneration, it.NVLinkGBps)
-	case topology.InterconnectPCIe:
-		if it.PCIeP2P {
-			return "PCIe with P2P"
-		}
-		return "PCIe, no GPU P2P"
-	}
-	return "single GPU"
 }
 
 // interfaceSummary compacts runs of cards with the same layout: "card 0: interface@0 efa-only@1;

@@ -180,6 +180,20 @@ func (t InstanceType) GbpsPerCard() float64 {
 	return float64(t.NetworkGbps) / float64(t.NetworkCards)
 }
 
+// InterconnectDescription says in words how the GPUs reach each other.
+func (t InstanceType) InterconnectDescription() string {
+	switch t.Interconnect {
+	case InterconnectNVSwitch:
+		return fmt.Sprintf("NVSwitch, NVLink%d, %d GB/s per GPU", t.NVLinkGeneration, t.NVLinkGBps)
+	case InterconnectPCIe:
+		if t.PCIeP2P {
+			return "PCIe with GPU peer-to-peer"
+		}
+		return "PCIe without GPU peer-to-peer (NCCL uses host shared memory)"
+	}
+	return "single GPU"
+}
+
 func (t InstanceType) String() string {
 	return fmt.Sprintf("%s (%d x %s)", t.Name, t.GPUCount, t.GPUModel)
 }

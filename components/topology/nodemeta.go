@@ -1,6 +1,9 @@
 package topology
 
-import "sort"
+import (
+	"maps"
+	"slices"
+)
 
 // labelDomain prefixes the labels gpucluster sets itself; users may not set them.
 const labelDomain = "gpucluster.io/"
@@ -45,11 +48,4 @@ func poolTolerations(p Profile) []Toleration {
 }
 
 // sortedKeys returns a map's keys in order: output and error reports never depend on map order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -102,7 +102,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 	}
 	r.Findings = signatures(l, topo, pool, r.Communicators)
 	if pool != nil && len(r.Communicators) > 0 {
-		r.Verdict = verdict(r.Communicators[0], pool, against, l)
+		r.Verdict = verdict(r.Communicators[0], pool, against)
 	}
 	return r
 }
@@ -207,7 +207,7 @@ func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport)
 	return fs
 }
 
-func verdict(c CommReport, pool *topology.PoolSpec, against string, l *Log) *Verdict {
+func verdict(c CommReport, pool *topology.PoolSpec, against string) *Verdict {
 	v := &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
 		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true}
 	if c.IntraNode != topology.TransportNone && v.ExpectedIntra != topology.TransportNone && rank[c.IntraNode] < rank[v.ExpectedIntra] {

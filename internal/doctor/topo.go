@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -136,11 +137,4 @@ func (t *Topo) Summary() string {
 	return fmt.Sprintf("%d GPUs, %d pairs (%s), %d can use P2P", len(t.GPUs), t.Pairs, strings.Join(parts, ", "), t.P2PPairs)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -81,7 +81,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Instance | %s: %d × %s %d GB, %d vCPU, %d GiB, %d × %d GB NVMe |\n", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, it.LocalNVMeDisk, it.LocalNVMeGB)
 	w("| Nodes | %s (%s), %d GPUs at most |\n", nodeRange(p.Scaling), p.Provisioner, p.Scaling.GPULimit)
 	w("| Zone | %s |\n", strings.Join(p.AvailabilityZones, ", "))
-	w("| Interconnect | %s |\n", interconnect(it))
+	w("| Interconnect | %s |\n", it.InterconnectDescription())
 	w("| EFA | %s |\n", efaLine(p))
 	w("| Placement | %s: %s |\n", p.Placement.Strategy, p.Placement.Reason)
 	w("| Capacity | %s |\n", capacityLine(p.Capacity))
@@ -205,19 +205,6 @@ func nodeRange(s topology.Scaling) string {
 		return fmt.Sprint(s.MaxNodes)
 	}
 	return fmt.Sprintf("%d to %d", s.MinNodes, s.MaxNodes)
-}
-
-func interconnect(it topology.InstanceType) string {
-	switch it.Interconnect {
-	case topology.InterconnectNVSwitch:
-		return fmt.Sprintf("NVSwitch, NVLink%d, %d GB/s per GPU", it.NVLinkGeneration, it.NVLinkGBps)
-	case topology.InterconnectPCIe:
-		if it.PCIeP2P {
-			return "PCIe with GPU peer-to-peer"
-		}
-		return "PCIe without GPU peer-to-peer (NCCL uses host shared memory)"
-	}
-	return "single GPU"
 }
 
 func efaLine(p topology.PoolSpec) string {

@@ -22,7 +22,7 @@ import (
 // anywhere in a line: pod-name prefixes, `[1,0]<stdout>:` from mpirun and timestamps before it
 // are ignored, and so is everything that does not match (application output, truncated lines).
 var (
-	ncclLine     = regexp.MustCompile(`([^\s:\]>|]+):(\d+):(\d+) \[(\d+)\] NCCL (INFO|WARN) (.*)$`)
+	ncclPrefix   = regexp.MustCompile(`([^\s:\]>|]+):(\d+):(\d+) \[(\d+)\]$`) // what stands before " NCCL INFO"
 	versionRe    = regexp.MustCompile(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`)
 	commRe       = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-f]+)(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`)
 	nodesRe      = regexp.MustCompile(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`)
@@ -90,18 +90,19 @@ func Parse(r io.Reader) (*Log, error) {
 			binary++
 			continue
 		}
-		if m := versionRe.FindStringSubmatch(line); m != nil && l.Version == "" {
-			l.Version = m[1]
+		if l.Version == "" && strings.Contains(line, "NCCL version") {
+			if m := versionRe.FindStringSubmatch(line); m != nil {
+				l.Version = m[1]
+			}
 		}
-		m := ncclLine.FindStringSubmatch(line)
-		if m == nil {
+		host, pid, level, msg, ok := splitNCCL(line)
+		if !ok {
 			continue
 		}
 		l.NCCLLines++
-		host, pid, level, msg := m[1], m[2], m[5], m[6]
 		proc := host + ":" + pid
 		l.parseMessage(msg, level)
-		if c := commRe.FindStringSubmatch(msg); c != nil {
+		if c := match(msg, "Init ", commRe); c != nil {
 			id := c[6]
 			if id == "" {
 				id = c[1]
@@ -122,13 +123,13 @@ func Parse(r io.Reader) (*Log, error) {
 		if comm == nil {
 			continue
 		}
-		if n := nodesRe.FindStringSubmatch(msg); n != nil {
+		if n := match(msg, "nNodes", nodesRe); n != nil {
 			comm.Nodes, comm.LocalRanks = atoi(n[2]), atoi(n[3])
 		}
-		if n := collChanRe.FindStringSubmatch(msg); n != nil {
+		if n := match(msg, "coll channels", collChanRe); n != nil {
 			comm.Channels = max(comm.Channels, atoi(n[1]))
 		}
-		if ch := channelRe.FindStringSubmatch(msg); ch != nil {
+		if ch := match(msg, "Channel ", channelRe); ch != nil {
 			comm.Channels = max(comm.Channels, atoi(ch[1])+1)
 			from, to := atoi(ch[2]), atoi(ch[3])
 			comm.edge(from, to, ch[5], host)
@@ -148,14 +149,43 @@ func Parse(r io.Reader) (*Log, error) {
 	return l, nil
 }
 
+// splitNCCL finds "host:pid:tid [dev] NCCL INFO|WARN message" anywhere in a line.
+func splitNCCL(line string) (host, pid, level, msg string, ok bool) {
+	i := strings.Index(line, "] NCCL ")
+	if i < 0 || len(line) < i+12 {
+		return "", "", "", "", false
+	}
+	level = line[i+7 : i+11]
+	if level != "INFO" && level != "WARN" || line[i+11] != ' ' {
+		return "", "", "", "", false
+	}
+	m := ncclPrefix.FindStringSubmatch(line[:i+1])
+	if m == nil {
+		return "", "", "", "", false
+	}
+	return m[1], m[2], level, line[i+12:], true
+}
+
+// match runs re only on messages holding key: most lines are channel lines, and a substring
+// test is far cheaper than a regular expression.
+func match(msg, key string, re *regexp.Regexp) []string {
+	if !strings.Contains(msg, key) {
+		return nil
+	}
+	return re.FindStringSubmatch(msg)
+}
+
 func (l *Log) parseMessage(msg, level string) {
-	if m := pluginRe.FindStringSubmatch(msg); m != nil {
+	if strings.HasPrefix(msg, "Channel ") {
+		return // the hot path: nothing below applies to channel lines
+	}
+	if m := match(msg, "aws-ofi-nccl", pluginRe); m != nil {
 		l.Plugin, l.PluginVer = "AWS Libfabric", m[1]
 	}
-	if m := loadedRe.FindStringSubmatch(msg); m != nil && l.Plugin == "" {
+	if m := match(msg, "NET/Plugin", loadedRe); m != nil && l.Plugin == "" {
 		l.Plugin = strings.TrimSpace(m[1])
 	}
-	if m := usingNetRe.FindStringSubmatch(msg); m != nil {
+	if m := match(msg, "Using network", usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])
 	}
 	if strings.Contains(msg, "No eligible providers were found") {
@@ -167,10 +197,10 @@ func (l *Log) parseMessage(msg, level string) {
 	if m := cudaErrorRe.FindString(msg); m != "" {
 		l.CUDAErrors = append(l.CUDAErrors, strings.TrimSpace(msg))
 	}
-	if m := envSetRe.FindStringSubmatch(msg); m != nil {
+	if m := match(msg, "set by environment", envSetRe); m != nil {
 		l.Env[m[1]] = m[2]
 	}
-	if m := timingsRe.FindStringSubmatch(msg); m != nil {
+	if m := match(msg, "Init timings", timingsRe); m != nil {
 		total, _ := strconv.ParseFloat(m[1], 64)
 		boot, _ := strconv.ParseFloat(m[2], 64)
 		if boot > l.BootstrapSec {

@@ -154,8 +154,9 @@ func (s *Server) run(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	// Own process group: a test killed mid-run does not orphan the server into the next one.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The kernel kills the server when the test process dies, however it dies (a panic or a
+	// timeout skips Stop): a crashed test must not leave servers running into the next one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -54,8 +54,20 @@ type CommReport struct {
 	LocalRanks  int          `json:"localRanksPerNode"`
 	Channels    int          `json:"channels"`
 	Connections []Connection `json:"connections"`
-	IntraNode   string       `json:"intraNode"` // the class most intra-node connections use, "none" without any
-	InterNode   string       `json:"interNode"`
+	// Peers is the transport of each peer connection (rank to rank), its channels folded.
+	Peers     []Peer `json:"peers"`
+	IntraNode string `json:"intraNode"` // the class most intra-node connections use, "none" without any
+	InterNode string `json:"interNode"`
+}
+
+// Peer is one rank-to-rank connection.
+type Peer struct {
+	From      int    `json:"from"`
+	To        int    `json:"to"`
+	Where     string `json:"where"`
+	Transport string `json:"transport"`
+	Class     string `json:"class"`
+	Channels  int    `json:"channels"`
 }
 
 // Finding is a known failure signature: what was seen, why, and what to change.
@@ -116,6 +128,20 @@ func commReport(c *Comm) CommReport {
 	if cr.LocalRanks == 0 && cr.Nodes > 0 {
 		cr.LocalRanks = c.Ranks / cr.Nodes
 	}
+	cr.Peers = []Peer{}
+	for k, n := range c.Peers {
+		cr.Peers = append(cr.Peers, Peer{From: k.From, To: k.To, Where: k.Where + "-node", Transport: k.Via, Class: classify(k.Via), Channels: n})
+	}
+	sort.Slice(cr.Peers, func(i, j int) bool {
+		a, b := cr.Peers[i], cr.Peers[j]
+		if a.From != b.From {
+			return a.From < b.From
+		}
+		if a.To != b.To {
+			return a.To < b.To
+		}
+		return a.Transport < b.Transport
+	})
 	best := map[string]int{}
 	for _, key := range sortedKeys(c.Edges) {
 		where, via, _ := strings.Cut(key, "|")

@@ -83,6 +83,21 @@ func TestCommunicatorsAndTransports(t *testing.T) {
 				cm.IntraNode != c.intra || cm.InterNode != c.inter {
 				t.Errorf("communicator %+v", cm)
 			}
+			// Every peer connection is listed with its transport; the summary agrees with them.
+			peers := 0
+			for _, p := range cm.Peers {
+				peers += p.Channels
+				if p.Class == "" || p.Transport == "" || (p.Where != "intra-node" && p.Where != "inter-node") {
+					t.Errorf("peer %+v", p)
+				}
+			}
+			conns := 0
+			for _, conn := range cm.Connections {
+				conns += conn.Count
+			}
+			if peers != conns || len(cm.Peers) == 0 {
+				t.Errorf("%d peer channels, %d connections", peers, conns)
+			}
 			if got := codes(r); got != c.findings {
 				t.Errorf("findings %q, want %q", got, c.findings)
 			}

@@ -65,7 +65,15 @@ type Comm struct {
 	Channels   int
 	rankHost   map[int]string
 	rankDev    map[int]int
-	Edges      map[string]int // "intra|inter transport" → connections seen
+	Edges      map[string]int  // "intra|inter transport" → connections seen
+	Peers      map[peerKey]int // rank pair and transport → channels
+	seen       map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
+}
+
+type peerKey struct {
+	From, To int
+	Where    string
+	Via      string
 }
 
 // ErrNotNCCL is returned for input that holds no NCCL output.
@@ -109,7 +117,7 @@ func Parse(r io.Reader) (*Log, error) {
 			}
 			comm := l.Comms[id]
 			if comm == nil {
-				comm = &Comm{ID: id, rankHost: map[int]string{}, rankDev: map[int]int{}, Edges: map[string]int{}}
+				comm = &Comm{ID: id, rankHost: map[int]string{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[[3]int]bool{}}
 				l.Comms[id] = comm
 			}
 			rank := atoi(c[2])
@@ -132,7 +140,7 @@ func Parse(r io.Reader) (*Log, error) {
 		if ch := match(msg, "Channel ", channelRe); ch != nil {
 			comm.Channels = max(comm.Channels, atoi(ch[1])+1)
 			from, to := atoi(ch[2]), atoi(ch[3])
-			comm.edge(from, to, ch[5], host)
+			comm.edge(atoi(ch[1]), from, to, ch[5], host)
 		}
 	}
 	if err := sc.Err(); err != nil && err != bufio.ErrTooLong {
@@ -214,8 +222,13 @@ func (l *Log) parseMessage(msg, level string) {
 
 // edge records one channel connection, as intra-node or inter-node: ranks on different hosts
 // are inter-node; when the peer's host is unknown, a NET transport counts as inter-node.
-func (c *Comm) edge(from, to int, via, host string) {
+func (c *Comm) edge(channel, from, to int, via, host string) {
 	via = netDevice.ReplaceAllString(via, "/<n>") // one row per transport, not per NIC
+	key := [3]int{channel, from, to}
+	if c.seen[key] {
+		return
+	}
+	c.seen[key] = true
 	peer := to
 	if h, ok := c.rankHost[from]; ok && h != host {
 		peer = from
@@ -229,6 +242,7 @@ func (c *Comm) edge(from, to int, via, host string) {
 		where = "inter"
 	}
 	c.Edges[where+"|"+via]++
+	c.Peers[peerKey{from, to, where, via}]++
 }
 
 // Hosts is the number of distinct hosts (pods) the communicator's ranks printed from.

@@ -19,12 +19,14 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", stderr)
 	logFile := fs.String("log", "", "NCCL_DEBUG=INFO log of the job ('-' reads stdin)")
 	topoFile := fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
-	stack := fs.String("stack", "", "compare with the first pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	stack := fs.String("stack", "", "compare with a pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
 	profile := fs.String("profile", "", "compare with this built-in profile")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*logFile == "-" && *topoFile == "-") {
-		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE [--topo FILE] [--stack NAME | --profile NAME] [--json]")
+	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*logFile == "-" && *topoFile == "-") ||
+		(*poolName != "" && *stack == "") {
+		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]")
 		return 2
 	}
 	l, err := readInput(*logFile, func(r io.Reader) (*doctor.Log, error) { return doctor.Parse(r) })
@@ -39,7 +41,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	pool, against, err := expectation(*stack, *profile)
+	pool, against, err := expectation(*stack, *poolName, *profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
 		return 2
@@ -71,8 +73,8 @@ func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 	return parse(f)
 }
 
-// expectation is the pool spec the job should match: a built-in profile, or a stack's first pool.
-func expectation(stack, profile string) (*topology.PoolSpec, string, error) {
+// expectation is the pool spec the job should match: a built-in profile, or a stack's pool.
+func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, error) {
 	switch {
 	case profile != "":
 		p, ok := topology.BuiltinProfile(profile)
@@ -95,7 +97,14 @@ func expectation(stack, profile string) (*topology.PoolSpec, string, error) {
 			}
 			return nil, "", err
 		}
-		return &spec.Pools[0], fmt.Sprintf("stack %s, pool %s", stack, spec.Pools[0].Name), nil
+		var names []string
+		for i, p := range spec.Pools {
+			if poolName == "" || p.Name == poolName {
+				return &spec.Pools[i], fmt.Sprintf("stack %s, pool %s", stack, p.Name), nil
+			}
+			names = append(names, p.Name)
+		}
+		return nil, "", fmt.Errorf("stack %s has no pool %q; pools: %s", stack, poolName, strings.Join(names, ", "))
 	}
 	return nil, "", nil
 }

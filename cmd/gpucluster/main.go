@@ -14,7 +14,7 @@ Usage:
   gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
                                           evaluate a stack's Pulumi program offline and write its review
                                           bundle (plan.json, manifests/, REVIEW.md); default: the dev stack
-  gpucluster doctor --log FILE [--topo FILE] [--stack NAME | --profile NAME] [--json]
+  gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
   gpucluster profiles                     list the built-in topology profiles

@@ -4,6 +4,8 @@ import (
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/vpc"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/network"
 )
 
 // securityGroups are the control plane's additional group and the group every node carries.
@@ -43,7 +45,7 @@ func newSecurityGroups(ctx *pulumi.Context, name, clusterName string, vpcID pulu
 		return nil, err
 	}
 	// Karpenter's EC2NodeClass finds the node group by this tag.
-	node, err := group("node", "every node of "+clusterName, map[string]string{"karpenter.sh/discovery": clusterName})
+	node, err := group("node", "every node of "+clusterName, map[string]string{network.TagKarpenterDiscovery: clusterName})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Chart is the Karpenter controller chart, pinned. 1.11 is the first release with
@@ -158,7 +159,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			"settings":       pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name},
 			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
 			// The controller runs on the system nodes: never on a node it manages.
-			"nodeSelector": pulumi.Map{"gpucluster.io/pool": pulumi.String(cluster.SystemPool)},
+			"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(cluster.SystemPool)},
 			"controller": pulumi.Map{"resources": pulumi.Map{
 				"requests": pulumi.Map{"cpu": pulumi.String("500m"), "memory": pulumi.String("512Mi")},
 				"limits":   pulumi.Map{"memory": pulumi.String("1Gi")},

@@ -9,6 +9,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
@@ -142,8 +143,8 @@ func nodeClassSpec(a PoolArgs, role string) ec2NodeClassSpec {
 	s := a.Spec
 	nc := ec2NodeClassSpec{
 		Role:                       role,
-		SubnetSelectorTerms:        []tagTerm{{Tags: map[string]string{"karpenter.sh/discovery": a.Cluster, "gpucluster.io/zone": s.AvailabilityZones[0]}}},
-		SecurityGroupSelectorTerms: []tagTerm{{Tags: map[string]string{"karpenter.sh/discovery": a.Cluster}}},
+		SubnetSelectorTerms:        []tagTerm{{Tags: map[string]string{network.TagKarpenterDiscovery: a.Cluster, network.TagZone: s.AvailabilityZones[0]}}},
+		SecurityGroupSelectorTerms: []tagTerm{{Tags: map[string]string{network.TagKarpenterDiscovery: a.Cluster}}},
 		AssociatePublicIPAddress:   false,
 		BlockDeviceMappings: []blockDeviceMapping{{DeviceName: "/dev/xvda", RootVolume: true,
 			EBS: ebs{VolumeSize: "200Gi", VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}},
@@ -159,7 +160,7 @@ func nodeClassSpec(a PoolArgs, role string) ec2NodeClassSpec {
 	}
 	if len(s.Network.EFASecurityGroup) > 0 {
 		nc.SecurityGroupSelectorTerms = append(nc.SecurityGroupSelectorTerms,
-			tagTerm{Tags: map[string]string{topology.LabelPool: s.Name, "gpucluster.io/cluster": a.Cluster}})
+			tagTerm{Tags: map[string]string{topology.LabelPool: s.Name, topology.TagCluster: a.Cluster}})
 	}
 	if a.PlacementGroupName != "" {
 		nc.PlacementGroupSelector = &placementGroupSelector{Name: a.PlacementGroupName}

@@ -18,6 +18,12 @@ const (
 	LabelGPUPresent = "nvidia.com/gpu.present"
 )
 
+// AWS tags gpucluster puts on every resource it creates (the label domain's counterpart).
+const (
+	TagCluster = labelDomain + "cluster"
+	TagStack   = labelDomain + "stack"
+)
+
 // gpuTaint keeps non-GPU pods off GPU nodes. Every in-cluster piece that must run on GPU nodes
 // tolerates it; eksctl's EFA device plugin does not, and never lands on tainted GPU nodes.
 var gpuTaint = Taint{Key: ResourceGPU, Value: "true", Effect: "NoSchedule"}

@@ -47,8 +47,8 @@ func Run(stackFile string) pulumi.RunFunc {
 
 // Tag keys gpucluster puts on every AWS resource it creates.
 const (
-	TagCluster = "gpucluster.io/cluster"
-	TagStack   = "gpucluster.io/stack"
+	TagCluster = topology.TagCluster
+	TagStack   = topology.TagStack
 )
 
 // Build creates every AWS resource of a derived stack.

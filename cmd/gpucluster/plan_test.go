@@ -65,3 +65,39 @@ func TestPlanUsage(t *testing.T) {
 		}
 	}
 }
+
+// The directories a new user tries first: each is refused before anything is written, with the
+// path and the fix, and the files in it are untouched.
+func TestPlanRefusesDirectoriesItDidNotWrite(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.txt")
+	os.WriteFile(file, []byte("keep\n"), 0o644)
+	for _, out := range []string{".", "..", "../..", "../../stacks", "../../.git", file} {
+		code, stdout, stderr := runCLI("plan", "--out", out)
+		if code != 1 || !strings.Contains(stderr, "will not write the bundle to "+out) || !strings.Contains(stderr, "fix:") || stdout != "" {
+			t.Errorf("--out %s: exit %d\n%s%s", out, code, stdout, stderr)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep\n" {
+		t.Error("the user's file was changed")
+	}
+	if _, err := os.Stat("../../stacks/Pulumi.dev.yaml"); err != nil {
+		t.Fatal("the stack file is gone")
+	}
+}
+
+func TestPlanReplacesItsOwnBundle(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "b")
+	for range 2 {
+		if code, stdout, stderr := runCLI("plan", "--stack", "dev", "--out", out); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	os.WriteFile(filepath.Join(out, "notes.md"), []byte("mine\n"), 0o644)
+	code, _, stderr := runCLI("plan", "--stack", "dev", "--out", out)
+	if code != 1 || !strings.Contains(stderr, "notes.md") {
+		t.Errorf("a bundle holding the user's notes was not refused: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "notes.md")); string(b) != "mine\n" {
+		t.Error("the user's notes were lost")
+	}
+}

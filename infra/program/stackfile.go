@@ -19,28 +19,38 @@ func StackFile(dir, stack string) (string, error) {
 	if f := os.Getenv(EnvStackFile); f != "" {
 		return f, nil
 	}
+	project, err := ProjectDir(dir)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(filepath.Join(project, "Pulumi.yaml"))
+	if err != nil {
+		return "", err
+	}
+	var p struct {
+		StackConfigDir string `yaml:"stackConfigDir"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(project, "Pulumi.yaml"), err)
+	}
+	return filepath.Join(project, p.StackConfigDir, "Pulumi."+stack+".yaml"), nil
+}
+
+// ProjectDir is the directory of the Pulumi.yaml nearest above dir: the project root.
+func ProjectDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
 	for d := abs; ; d = filepath.Dir(d) {
-		project := filepath.Join(d, "Pulumi.yaml")
-		data, err := os.ReadFile(project)
-		if errors.Is(err, os.ErrNotExist) {
-			if filepath.Dir(d) == d {
-				return "", fmt.Errorf("no Pulumi.yaml in %s or above: run from the gpucluster checkout", dir)
-			}
-			continue
-		}
-		if err != nil {
+		_, err := os.Stat(filepath.Join(d, "Pulumi.yaml"))
+		switch {
+		case err == nil:
+			return d, nil
+		case !errors.Is(err, os.ErrNotExist):
 			return "", err
+		case filepath.Dir(d) == d:
+			return "", fmt.Errorf("no Pulumi.yaml in %s or above: run from the gpucluster checkout", dir)
 		}
-		var p struct {
-			StackConfigDir string `yaml:"stackConfigDir"`
-		}
-		if err := yaml.Unmarshal(data, &p); err != nil {
-			return "", fmt.Errorf("%s: %w", project, err)
-		}
-		return filepath.Join(d, p.StackConfigDir, "Pulumi."+stack+".yaml"), nil
 	}
 }

@@ -54,35 +54,36 @@ func Evaluate(stackFile string) (*Result, error) {
 	return r, err
 }
 
-// Write plans a stack file and writes its bundle to dir, replacing what was there. Nothing is
-// written when the file is invalid or the program fails; the bundle appears whole or not at all.
+// Write plans a stack file and writes its bundle to dir. Nothing is written when the file is
+// invalid or the program fails, nor when dir is anything but a new or empty directory or a
+// previous bundle (see writeBundle); the bundle appears whole or not at all.
 func Write(stackFile, dir string) (*Result, error) {
+	protect, err := protectedPaths(stackFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkOutput(dir, protect); err != nil {
+		return nil, err // before the program runs: a refused directory costs nothing
+	}
 	r, err := Evaluate(stackFile)
 	if err != nil {
 		return nil, err
 	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, ".plan-")
+	return r, writeFiles(r.Files, dir, protect)
+}
+
+// protectedPaths are what no bundle directory may contain: the stack file, its project, and
+// the working directory.
+func protectedPaths(stackFile string) (Protected, error) {
+	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, err
+		return Protected{}, err
 	}
-	defer os.RemoveAll(tmp)
-	for _, path := range sortedKeys(r.Files) {
-		full := filepath.Join(tmp, path)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(full, r.Files[path], 0o644); err != nil {
-			return nil, err
-		}
+	p := Protected{StackFile: stackFile, WorkDir: cwd}
+	if project, err := program.ProjectDir(filepath.Dir(stackFile)); err == nil {
+		p.ProjectDir = project
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	return r, os.Rename(tmp, dir)
+	return p, nil
 }
 
 // planJSON is plan.json (schema in README.md, "plan.json").

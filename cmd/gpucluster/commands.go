@@ -106,6 +106,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
 		return 1
 	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintf(stderr, "  warning: %s\n", w.Error())
+	}
 	if *asJSON {
 		return writeJSON(stdout, stderr, spec)
 	}

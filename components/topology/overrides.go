@@ -28,6 +28,22 @@ func integer(set func(*Profile, int)) setter {
 	}
 }
 
+// count reads a count whose 0 would mean "the default" inside the profile: written in a stack
+// file, 0 or less is refused rather than silently replaced by the default.
+func count(def string, set func(*Profile, int)) setter {
+	return func(r *reader, v *yaml.Node, key string, p *Profile, _ map[string]int) {
+		n, ok := r.scalarInt(v, key)
+		switch {
+		case !ok:
+		case n < 1:
+			r.fail(v.Line, key, "remove the key for the default ("+def+"), or set 1 or more",
+				"%d is not a count: gpucluster would replace it with the default", n)
+		default:
+			set(p, n)
+		}
+	}
+}
+
 // poolSetters are the keys a pool may override, one per Profile field. `name` and `profile` are
 // read before the overrides are applied.
 var poolSetters = map[string]setter{
@@ -38,9 +54,9 @@ var poolSetters = map[string]setter{
 	"placement":             str(func(p *Profile, s string) { p.Placement = Placement(s) }),
 	"partitions":            integer(func(p *Profile, n int) { p.Partitions = n }),
 	"fabric":                str(func(p *Profile, s string) { p.Fabric = Fabric(s) }),
-	"efaInterfaces":         integer(func(p *Profile, n int) { p.EFAInterfaces = n }),
+	"efaInterfaces":         count("one per network card", func(p *Profile, n int) { p.EFAInterfaces = n }),
 	"podLayout":             str(func(p *Profile, s string) { p.PodLayout = PodLayout(s) }),
-	"podsPerNode":           integer(func(p *Profile, n int) { p.PodsPerNode = n }),
+	"podsPerNode":           count("one pod per GPU with pod-per-gpu", func(p *Profile, n int) { p.PodsPerNode = n }),
 	"capacity":              str(func(p *Profile, s string) { p.Capacity = CapacityType(s) }),
 	"capacityReservationId": str(func(p *Profile, s string) { p.CapacityReservationID = s }),
 	"provisioner":           str(func(p *Profile, s string) { p.Provisioner = Provisioner(s) }),
@@ -54,6 +70,17 @@ var poolSetters = map[string]setter{
 		}
 	},
 	"ncclEnv": func(r *reader, v *yaml.Node, key string, p *Profile, lines map[string]int) {
+		if v.Kind == yaml.MappingNode {
+			for i := 1; i < len(v.Content); i += 2 {
+				if val := v.Content[i]; val.Tag == "!!bool" {
+					// YAML makes `false` a boolean; the variable would be set to the string "false",
+					// which NCCL's integer parameters do not read.
+					r.fail(val.Line, key+"."+keyText(v.Content[i-1]), "write 0 or 1 (quoted or not): NCCL reads numbers",
+						"%s is a YAML boolean; NCCL does not read true/false", val.Value)
+					val.Tag = "!!str"
+				}
+			}
+		}
 		if m, ok := r.stringMap(v, key, "ncclEnv", lines); ok {
 			p.NCCLEnv = mergeMaps(p.NCCLEnv, m)
 		}
@@ -102,9 +129,6 @@ func (r *reader) overrides(n *yaml.Node, key string, p *Profile, lines map[strin
 		k, full := kn.Value, key+"."+keyText(kn)
 		set, known := poolSetters[k]
 		switch {
-		case explicit[k]:
-			r.fail(kn.Line, full, "keep one "+k+" and remove the other", "%s is set twice in this pool", k)
-			continue
 		case k == "name" || k == "profile":
 		case !known:
 			r.unknownKey(kn.Line, full, k, PoolKeys())
@@ -164,10 +188,6 @@ func (r *reader) stringMap(v *yaml.Node, key, rel string, lines map[string]int) 
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kn, val := v.Content[i], v.Content[i+1]
 		lines[rel+"."+kn.Value] = kn.Line
-		if _, dup := out[kn.Value]; dup {
-			r.fail(kn.Line, key+"."+keyText(kn), "keep one and remove the other", "%s is set twice", keyText(kn))
-			continue
-		}
 		if s, ok := r.scalarString(val, key+"."+keyText(kn)); ok {
 			out[kn.Value] = s
 		}

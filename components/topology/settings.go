@@ -91,7 +91,6 @@ var (
 	principalPattern   = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/.+$`)
 	vpcIDPattern       = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
 	subnetIDPattern    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	instanceTypeSyntax = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9]+$`)
 )
 
 // maxClusterNameLength keeps "<cluster>-<pool>" node group names within EKS's 63 characters.
@@ -135,19 +134,31 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeyRegion, "add aws:region: <region> (e.g. us-east-1) to the config block", "the stack names no AWS region")
 	case !regionPattern.MatchString(region):
 		ps.add(KeyRegion, "write a region name such as us-east-1", "%q is not an AWS region name", region)
+	case !KnownRegion(region):
+		ps.add(KeyRegion, "use one of: "+strings.Join(awsRegions, ", "),
+			"%q is not an AWS region%s (regions of pulumi-aws v6.83.2, the provider that deploys the stack)", region, suggest(region, awsRegions))
 	}
 	if !clusterNamePattern.MatchString(c.Name) || len(c.Name) > maxClusterNameLength {
 		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, maxClusterNameLength),
 			"cluster name %q (the stack name by default) cannot name the EKS cluster and its node groups", c.Name)
 	}
-	if m := versionPattern.FindStringSubmatch(c.KubernetesVersion); m == nil || atoi(m[1]) < minKubernetesMinor {
-		ps.add(KeyKubernetesVersion, fmt.Sprintf("write an EKS version such as %q (1.%d or newer)", DefaultKubernetesVersion, minKubernetesMinor),
+	switch m := versionPattern.FindStringSubmatch(c.KubernetesVersion); {
+	case m == nil || atoi(m[1]) < minKubernetesMinor:
+		ps.add(KeyKubernetesVersion, fmt.Sprintf("write an EKS version from 1.%d to 1.%d, such as %q", minKubernetesMinor, maxKubernetesMinor, DefaultKubernetesVersion),
 			"%q is not a supported EKS Kubernetes version", c.KubernetesVersion)
+	case atoi(m[1]) > maxKubernetesMinor:
+		ps.add(KeyKubernetesVersion, fmt.Sprintf("use 1.%d or older", maxKubernetesMinor),
+			"%q is newer than 1.%d, the newest version gpucluster's objects are validated against (test API server v1.34.1) and its node image release is pinned for",
+			c.KubernetesVersion, maxKubernetesMinor)
 	}
 	for i, cidr := range c.PublicAccessCIDRs {
 		if _, err := netip.ParsePrefix(cidr); err != nil {
 			ps.add(fmt.Sprintf("%s[%d]", KeyPublicAccessCIDRs, i), "write an IPv4 CIDR such as 203.0.113.0/24", "%q is not a CIDR", cidr)
 		}
+	}
+	if len(c.PublicAccessCIDRs) > maxPublicAccessCIDRs {
+		ps.add(KeyPublicAccessCIDRs, fmt.Sprintf("list at most %d CIDRs: merge neighbouring ranges, or reach the API through the private endpoint", maxPublicAccessCIDRs),
+			"%d CIDRs given; EKS takes at most %d public endpoint access CIDR ranges per cluster (a quota AWS does not raise)", len(c.PublicAccessCIDRs), maxPublicAccessCIDRs)
 	}
 	if c.EndpointPublicAccess && len(c.PublicAccessCIDRs) == 0 {
 		ps.add(KeyPublicAccessCIDRs, "list the CIDRs allowed to reach the public endpoint, or set endpointPublicAccess: false",
@@ -163,8 +174,9 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeySystemNodes+".count", "set count to 1 or more (2 keeps CoreDNS available during node replacement)",
 			"a cluster needs untainted system nodes: CoreDNS and the Karpenter controller do not run on tainted GPU nodes")
 	}
-	if !instanceTypeSyntax.MatchString(c.SystemNodes.InstanceType) {
-		ps.add(KeySystemNodes+".instanceType", "write an EC2 instance type such as m7i.large", "%q is not an instance type", c.SystemNodes.InstanceType)
+	if !KnownEC2InstanceType(c.SystemNodes.InstanceType) {
+		ps.add(KeySystemNodes+".instanceType", "write an EC2 instance type such as "+DefaultSystemInstance,
+			"%q is not an EC2 instance type%s", c.SystemNodes.InstanceType, suggest(c.SystemNodes.InstanceType, ec2InstanceTypeNames()))
 	}
 	validateVPC(&ps, region, v)
 	return ps

@@ -17,6 +17,8 @@ type StackSpec struct {
 	// NVIDIADriverVersion is the node driver a fabric-manager DaemonSet must match.
 	NVIDIADriverVersion string     `json:"nvidiaDriverVersion"`
 	Pools               []PoolSpec `json:"pools"`
+	// Warnings are what AWS may refuse unless an adjustable quota is raised, each placed in the file.
+	Warnings ConfigErrors `json:"warnings,omitempty"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

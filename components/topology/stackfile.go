@@ -32,6 +32,8 @@ type Stack struct {
 	TrainingImage string
 	DriverVersion string
 	Pools         []Pool
+	// Warnings are what AWS may refuse unless an adjustable quota is raised.
+	Warnings ConfigErrors
 }
 
 // Pool is one GPU pool of a stack.
@@ -65,7 +67,7 @@ func LoadStack(path string) (StackSpec, error) {
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
-		Pools: make([]PoolSpec, 0, len(st.Pools))}
+		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -81,16 +83,10 @@ func DeriveStack(st Stack) (StackSpec, error) {
 func ParseStack(file string, data []byte) (Stack, error) {
 	r := &reader{file: file}
 	st := Stack{File: file}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		r.fail(yamlErrorLine(err), "(syntax)", "fix the YAML syntax at that line", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	root, ok := r.document(data)
+	if !ok {
 		return st, r.result()
 	}
-	if len(doc.Content) == 0 {
-		r.fail(0, "(file)", "add a config: block with "+KeyPools, "the file is empty")
-		return st, r.result()
-	}
-	root := doc.Content[0]
 	if !r.expectKind(root, yaml.MappingNode, "(file)", "a mapping with a config: block") {
 		return st, r.result()
 	}
@@ -113,12 +109,13 @@ func ParseStack(file string, data []byte) (Stack, error) {
 			case key.Value == KeyRegion:
 				region, _ = r.scalarString(v, KeyRegion)
 				lines[KeyRegion] = key.Line
+			case ns != ConfigNamespace && nearNamespace(ns):
+				r.fail(key.Line, key.Value, "rename it to "+ConfigNamespace+":"+strings.SplitN(key.Value, ":", 2)[1],
+					"unknown config namespace %q (did you mean %q?): gpucluster would never read this key", ns, ConfigNamespace)
 			case ns != ConfigNamespace:
 				// Another namespace (aws:, kubernetes:, pulumi:): the provider's to read.
 			case !contains(gpuclusterKeys, key.Value):
 				r.unknownKey(key.Line, key.Value, key.Value, gpuclusterKeys)
-			case settings[key.Value] != nil:
-				r.fail(key.Line, key.Value, "keep one and remove the other", "%s is set twice", key.Value)
 			default:
 				settings[key.Value] = v
 				lines[key.Value] = key.Line
@@ -161,17 +158,41 @@ func ParseStack(file string, data []byte) (Stack, error) {
 		return st, r.result()
 	}
 	st.Pools = r.pools(poolsNode, st.VPC.AvailabilityZones)
+	r.checkNodeGroupQuota(st.Pools, lines[KeyPools])
+	sortErrors(r.warns)
+	st.Warnings = r.warns
 	return st, r.result()
 }
 
-// reader collects every error of one file.
+// checkNodeGroupQuota: every managed-node-group pool and the system node group is one managed
+// node group of the cluster.
+func (r *reader) checkNodeGroupQuota(pools []Pool, line int) {
+	groups := 1
+	for _, p := range pools {
+		if p.Profile.Provisioner == ProvisionerManagedNodeGroup {
+			groups++
+		}
+	}
+	if groups > QuotaNodeGroupsPerCluster {
+		r.warn(line, KeyPools, "request a higher "+quotaNameNodeGroups+" in Service Quotas before pulumi up, or use provisioner: karpenter for some pools",
+			"%d managed node groups (the pools and the system group) exceed the default %s of %d", groups, quotaNameNodeGroups, QuotaNodeGroupsPerCluster)
+	}
+}
+
+// reader collects every error and warning of one file.
 type reader struct {
-	file string
-	errs ConfigErrors
+	file  string
+	errs  ConfigErrors
+	warns ConfigErrors
 }
 
 func (r *reader) fail(line int, key, fix, format string, args ...any) {
 	r.errs = append(r.errs, ConfigError{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
+}
+
+// warn records what AWS may refuse unless a quota is raised: the stack stays valid.
+func (r *reader) warn(line int, key, fix, format string, args ...any) {
+	r.warns = append(r.warns, ConfigError{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
 func (r *reader) result() error {
@@ -201,21 +222,16 @@ func (r *reader) expectKind(n *yaml.Node, kind yaml.Kind, key, want string) bool
 	return false
 }
 
-// eachKey walks a mapping, reporting unknown and duplicate keys, and calls fn for known ones.
+// eachKey walks a mapping, reporting unknown keys, and calls fn for known ones (duplicates
+// were reported and dropped when the document was read).
 func (r *reader) eachKey(m *yaml.Node, prefix string, known []string, fn func(k string, key, val *yaml.Node)) {
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		key, val := m.Content[i], m.Content[i+1]
-		full := prefix + keyText(key)
-		switch {
-		case !contains(known, key.Value):
-			r.unknownKey(key.Line, full, key.Value, known)
-		case seen[key.Value]:
-			r.fail(key.Line, full, "keep one "+key.Value+" and remove the other", "%s is set twice", key.Value)
-		default:
-			seen[key.Value] = true
-			fn(key.Value, key, val)
+		if !contains(known, key.Value) {
+			r.unknownKey(key.Line, prefix+keyText(key), key.Value, known)
+			continue
 		}
+		fn(key.Value, key, val)
 	}
 }
 
@@ -240,6 +256,13 @@ func contains(list []string, s string) bool {
 }
 
 var yamlLinePattern = regexp.MustCompile(`line (\d+)`)
+
+// nearNamespace: a config namespace one or two edits from gpucluster's is a typo whose keys
+// Pulumi would pass and gpucluster never read.
+func nearNamespace(ns string) bool {
+	d := editDistance(strings.ToLower(ns), ConfigNamespace)
+	return d > 0 && d <= 2 || d == 0 && ns != ConfigNamespace
+}
 
 func yamlErrorLine(err error) int {
 	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
@@ -329,6 +352,14 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 			msg += fmt.Sprintf(" (%s is inherited from profile %s)", topKey(prob.Key), profileName)
 		}
 		r.fail(line, key+"."+prob.Key, prob.Fix, "%s", msg)
+	}
+	if p.Provisioner == ProvisionerManagedNodeGroup && p.MaxNodes > QuotaNodesPerNodeGroup {
+		k := "maxNodes"
+		if _, ok := lines[k]; !ok {
+			k = "nodes"
+		}
+		r.warn(lines[k], key+"."+k, "request a higher "+quotaNameNodes+" in Service Quotas before pulumi up, or split the pool",
+			"%d nodes exceed the default %s of %d", p.MaxNodes, quotaNameNodes, QuotaNodesPerNodeGroup)
 	}
 	if explicit["placement"] && p.Capacity.Reserved() && p.Placement != PlacementNone {
 		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",

@@ -170,16 +170,31 @@ func validateShm(ps *problems, p Profile, it InstanceType, known bool) {
 		ps.add("shmSize", "write a Kubernetes quantity such as 64Gi", "cannot parse %q as a size: %v", p.ShmSize, err)
 	case q.Sign() <= 0:
 		ps.add("shmSize", "set a positive size such as 64Gi", "shmSize %q is not positive", p.ShmSize)
+	case q.Cmp(minShm) < 0:
+		ps.add("shmSize", "write the size with its unit, such as 64Gi",
+			"shmSize %q is %d bytes, below %s: smaller than Docker's default /dev/shm, which already fails NCCL's shared-memory transport", p.ShmSize, q.Value(), minShm.String())
 	case known && q.Value() >= int64(it.MemoryGiB)<<30:
 		ps.add("shmSize", fmt.Sprintf("set shmSize well below %dGi", it.MemoryGiB),
 			"/dev/shm is a memory emptyDir: %s does not fit in the %d GiB of a %s", p.ShmSize, it.MemoryGiB, it.Name)
 	}
 }
 
+// minShm: a /dev/shm below Docker's 64 MiB default is a missing unit ("64" is 64 bytes), not a
+// choice: NCCL's SHM transport fails on Docker's default already.
+var minShm = resource.MustParse("64Mi")
+
+// ncclEnvName: ncclEnv carries NCCL's, libfabric's and aws-ofi-nccl's variables, all upper case
+// (NCCL_*, FI_*, OFI_NCCL_*); anything else is a typo or belongs in the pod spec.
+var ncclEnvName = regexp.MustCompile(`^(NCCL|FI|OFI_NCCL)_[A-Z0-9_]+$`)
+
 func validateNCCLEnv(ps *problems, p Profile) {
 	for _, k := range sortedKeys(p.NCCLEnv) {
-		if msgs := validation.IsCIdentifier(k); len(msgs) > 0 {
-			ps.add("ncclEnv."+k, "use an environment variable name such as NCCL_DEBUG", "%q is not a valid variable name", k)
+		if !ncclEnvName.MatchString(k) {
+			fix := "use an NCCL_, FI_ or OFI_NCCL_ variable in upper case, such as NCCL_DEBUG"
+			if up := strings.ToUpper(k); ncclEnvName.MatchString(up) {
+				fix = "write it in upper case: " + up
+			}
+			ps.add("ncclEnv."+k, fix, "%q is not an NCCL, libfabric or aws-ofi-nccl variable", k)
 		}
 	}
 }

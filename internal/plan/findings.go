@@ -32,6 +32,9 @@ func Review(spec topology.StackSpec) []Finding {
 			}
 		}
 	}
+	for _, w := range spec.Warnings {
+		fs = append(fs, Finding{topology.SeverityWarning, "aws-quota", "", w.Error()})
+	}
 	for _, p := range spec.Pools {
 		for _, f := range p.Findings {
 			fs = append(fs, Finding{f.Severity, f.Code, p.Name, f.Message})

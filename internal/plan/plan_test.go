@@ -225,3 +225,16 @@ func TestPricesMatchKarpentersTable(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotaWarningsReachTheReview(t *testing.T) {
+	spec, err := topology.LoadStack("../../components/topology/testdata/warn/too-many-nodes.yaml")
+	if err != nil || len(spec.Warnings) != 1 {
+		t.Fatalf("%v, %d warnings", err, len(spec.Warnings))
+	}
+	for _, f := range Review(spec) {
+		if f.Code == "aws-quota" && f.Severity == topology.SeverityWarning && strings.Contains(f.Message, "too-many-nodes.yaml:7: gpucluster:pools[0].maxNodes") {
+			return
+		}
+	}
+	t.Errorf("no aws-quota finding in %v", Review(spec))
+}

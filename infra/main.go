@@ -19,6 +19,6 @@ func main() {
 		if err != nil {
 			return err
 		}
-		return program.Run(file)(ctx)
+		return program.RunEngine(file)(ctx)
 	})
 }

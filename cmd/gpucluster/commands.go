@@ -109,6 +109,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, w := range spec.Warnings {
 		fmt.Fprintf(stderr, "  warning: %s\n", w.Error())
 	}
+	if note := topology.EnvironmentNote(spec); note != "" {
+		fmt.Fprintf(stderr, "  note: %s\n", note)
+	}
 	if *asJSON {
 		return writeJSON(stdout, stderr, spec)
 	}

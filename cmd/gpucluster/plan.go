@@ -99,6 +99,9 @@ func planOne(file, dir string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d resources, %d pool(s), %d error(s), %d warning(s) → %s\n",
 		r.Spec.Stack, len(r.Resources), len(r.Spec.Pools), errs, warns, filepath.Join(dir, "REVIEW.md"))
+	if note := topology.EnvironmentNote(r.Spec); note != "" {
+		fmt.Fprintf(stderr, "  note: %s\n", note)
+	}
 	for _, f := range r.Findings {
 		if f.Severity == topology.SeverityError {
 			fmt.Fprintf(stderr, "  error: %s %s: %s\n", f.Pool, f.Code, f.Message)

@@ -101,3 +101,18 @@ func TestPlanReplacesItsOwnBundle(t *testing.T) {
 		t.Error("the user's notes were lost")
 	}
 }
+
+func TestOfflineCommandsNameUnseenESCEnvironments(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "Pulumi.esc.yaml")
+	os.WriteFile(f, []byte("environment: [platform/aws]\nconfig:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: dev}]\n"), 0o644)
+	for _, args := range [][]string{{"validate", f}, {"plan", "--config", f, "--out", filepath.Join(dir, "b")}} {
+		code, _, stderr := runCLI(args...)
+		if code != 0 || !strings.Contains(stderr, "imports ESC environment(s) platform/aws") {
+			t.Errorf("%v: exit %d %s", args, code, stderr)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "b", "REVIEW.md")); !strings.Contains(string(b), "imports ESC environment(s) platform/aws") {
+		t.Error("REVIEW.md does not say the environment was not read")
+	}
+}

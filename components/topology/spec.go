@@ -19,6 +19,9 @@ type StackSpec struct {
 	Pools               []PoolSpec `json:"pools"`
 	// Warnings are what AWS may refuse unless an adjustable quota is raised, each placed in the file.
 	Warnings ConfigErrors `json:"warnings,omitempty"`
+	// Environments are the ESC environments the stack file imports, which the offline commands
+	// cannot read (the engine merges them under pulumi up).
+	Environments []string `json:"environments,omitempty"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

@@ -34,6 +34,11 @@ type Stack struct {
 	Pools         []Pool
 	// Warnings are what AWS may refuse unless an adjustable quota is raised.
 	Warnings ConfigErrors
+	// Environments are the ESC environments the stack file imports: the engine merges their
+	// values; the offline commands cannot see them.
+	Environments []string
+	// Secrets are the config keys whose values are Pulumi secrets (engine configuration only).
+	Secrets []string
 }
 
 // Pool is one GPU pool of a stack.
@@ -49,6 +54,15 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
 	KeyNVIDIADriverVersion}
+
+// EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
+func EnvironmentNote(spec StackSpec) string {
+	if len(spec.Environments) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s imports ESC environment(s) %s: their values are merged by the Pulumi engine under pulumi up; this offline reading uses the file alone",
+		spec.Source, strings.Join(spec.Environments, ", "))
+}
 
 // LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
 // listing every problem of the file, each with file, line, key and fix.
@@ -67,7 +81,7 @@ func LoadStack(path string) (StackSpec, error) {
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
-		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings}
+		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -82,11 +96,59 @@ func DeriveStack(st Stack) (StackSpec, error) {
 // problem found: syntax, unknown keys, wrong types and every profile rule.
 func ParseStack(file string, data []byte) (Stack, error) {
 	r := &reader{file: file}
-	st := Stack{File: file}
 	root, ok := r.document(data)
 	if !ok {
-		return st, r.result()
+		return Stack{File: file}, r.result()
 	}
+	r.refuseSecrets(root)
+	r.environments = environments(root)
+	st, err := r.stack(root)
+	st.Environments = r.environments
+	return st, err
+}
+
+// unseenEnvironments is what an offline error about a key missing from the file adds when the
+// stack imports ESC environments: the key may well be set there, where offline cannot look.
+func (r *reader) unseenEnvironments() string {
+	if r.origins != nil || len(r.environments) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the stack imports ESC environment(s) %s, which may set it, but the offline commands read only the file: set it in the file to plan offline)",
+		strings.Join(r.environments, ", "))
+}
+
+// refuseSecrets: offline, a Pulumi secret in the file is ciphertext only Pulumi can decrypt.
+func (r *reader) refuseSecrets(root *yaml.Node) {
+	config := mappingValue(root, "config")
+	if config == nil {
+		return
+	}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		if isSecure(n) {
+			r.fail(n.Line, path, "plan it with `pulumi preview`, which decrypts it, or keep this value in plain config",
+				"%s is a Pulumi secret, and gpucluster's offline commands cannot decrypt it", path)
+			r.unreadable = append(r.unreadable, path) // what follows from the unknown value is not an error of its own
+			return
+		}
+		for i, c := range n.Content {
+			switch n.Kind {
+			case yaml.MappingNode:
+				if i%2 == 1 {
+					walk(c, childPath(path, n.Content[i-1].Value))
+				}
+			case yaml.SequenceNode:
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(config, "config")
+}
+
+// stack reads a stack from its document: the config block's settings and pools.
+func (r *reader) stack(root *yaml.Node) (Stack, error) {
+	file := r.file
+	st := Stack{File: file}
 	if !r.expectKind(root, yaml.MappingNode, "(file)", "a mapping with a config: block") {
 		return st, r.result()
 	}
@@ -148,12 +210,15 @@ func ParseStack(file string, data []byte) (Stack, error) {
 		if inherited {
 			line = configLine
 		}
+		if _, inFile := lines[prob.Key]; !inFile {
+			prob.Message += r.unseenEnvironments()
+		}
 		r.fail(line, prob.Key, prob.Fix, "%s", prob.Message)
 	}
 	poolsNode := settings[KeyPools]
 	if poolsNode == nil {
 		if len(r.errs) == 0 {
-			r.fail(configLine, KeyPools, "add "+KeyPools+": with at least one pool (- name: gpu, profile: dev)", "the stack declares no GPU pool")
+			r.fail(configLine, KeyPools, "add "+KeyPools+": with at least one pool (- name: gpu, profile: dev)", "the stack declares no GPU pool%s", r.unseenEnvironments())
 		}
 		return st, r.result()
 	}
@@ -184,15 +249,38 @@ type reader struct {
 	file  string
 	errs  ConfigErrors
 	warns ConfigErrors
+	// With the engine's configuration (ParseEngineConfig): where each top-level key's value came
+	// from when not plainly from the file, the secret values to keep out of messages, and the
+	// ESC environments the file imports.
+	origins      map[string]string
+	secretValues map[string]bool
+	environments []string
+	// unreadable are the keys (paths) whose values are ciphertext offline: reported once each.
+	unreadable []string
+}
+
+// isUnreadable: a key at or below an unreadable one, after its own error was recorded.
+func (r *reader) isUnreadable(key string) bool {
+	for _, p := range r.unreadable {
+		if key == p || strings.HasPrefix(key, p+".") || strings.HasPrefix(key, p+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *reader) fail(line int, key, fix, format string, args ...any) {
-	r.errs = append(r.errs, ConfigError{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
+	if r.isUnreadable(key) {
+		return
+	}
+	msg := r.redact(fmt.Sprintf(format, args...)) + r.originNote(key)
+	r.errs = append(r.errs, ConfigError{File: r.file, Line: line, Key: key, Message: msg, Fix: r.redact(fix)})
 }
 
 // warn records what AWS may refuse unless a quota is raised: the stack stays valid.
 func (r *reader) warn(line int, key, fix, format string, args ...any) {
-	r.warns = append(r.warns, ConfigError{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...), Fix: fix})
+	msg := r.redact(fmt.Sprintf(format, args...)) + r.originNote(key)
+	r.warns = append(r.warns, ConfigError{File: r.file, Line: line, Key: key, Message: msg, Fix: r.redact(fix)})
 }
 
 func (r *reader) result() error {

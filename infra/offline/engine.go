@@ -50,8 +50,20 @@ type Engine struct {
 	// kubeconfig) stay unknown instead of being made up.
 	plan bool
 
+	// config and secrets are what the engine passes the program (pulumi.RunInfo), as the Pulumi
+	// CLI would from the stack file, its ESC environments and secrets.
+	config  map[string]string
+	secrets []string
+
 	mu        sync.Mutex
 	resources []Resource
+}
+
+// WithConfig makes the engine pass config (keys "namespace:key", objects as JSON) to the program,
+// the keys in secrets as secrets.
+func (e *Engine) WithConfig(config map[string]string, secrets ...string) *Engine {
+	e.config, e.secrets = config, secrets
+	return e
 }
 
 // NewEngine returns an engine for one stack that answers with mock values (for tests).
@@ -63,8 +75,11 @@ func NewPlanEngine(stack string) *Engine { return &Engine{stack: stack, plan: tr
 
 // Run evaluates fn as the program of the engine's stack.
 func (e *Engine) Run(fn pulumi.RunFunc) error {
-	dryRun := func(info *pulumi.RunInfo) { info.DryRun = e.plan }
-	return pulumi.RunErr(fn, pulumi.WithMocks(Project, e.stack, e), dryRun)
+	info := func(info *pulumi.RunInfo) {
+		info.DryRun = e.plan
+		info.Config, info.ConfigSecretKeys = e.config, e.secrets
+	}
+	return pulumi.RunErr(fn, pulumi.WithMocks(Project, e.stack, e), info)
 }
 
 // Resources returns what was registered, sorted by URN.

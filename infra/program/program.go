@@ -1,12 +1,20 @@
-// Package program is the gpucluster Pulumi program: it validates a stack file with the topology
-// core (every error before any resource is registered), builds the components and exports the
-// stack outputs. infra/main.go runs it under the Pulumi CLI; the offline engine runs it in tests.
+// Package program is the gpucluster Pulumi program: it validates the stack's configuration with
+// the topology core (every error before any resource is registered), builds the components and
+// exports the stack outputs. infra/main.go runs RunEngine under the Pulumi CLI (the engine's
+// configuration); the offline commands and tests run Run (the stack file's).
 package program
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/network"
@@ -25,24 +33,87 @@ type Deployment struct {
 	InCluster    *InCluster
 }
 
-// Run returns the program of one stack file.
+// Run returns the program of one stack file as the offline commands evaluate it: the
+// configuration is the file's (the offline engine has no other).
 func Run(stackFile string) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		spec, err := topology.LoadStack(stackFile)
 		if err != nil {
 			return err
 		}
-		if spec.Stack != ctx.Stack() {
-			return fmt.Errorf("%s holds the config of stack %q, but Pulumi runs stack %q: select the stack with pulumi up -s %s",
-				stackFile, spec.Stack, ctx.Stack(), spec.Stack)
+		return deploy(ctx, spec, false)
+	}
+}
+
+// RunEngine returns the program as `pulumi up` runs it: the configuration is what the engine
+// passes (the stack file merged with its ESC environments, secrets decrypted, any other source);
+// the stack file only places errors on lines. Secret configuration makes every export secret.
+func RunEngine(stackFile string) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		data, err := os.ReadFile(stackFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-		d, err := Build(ctx, spec)
+		st, err := topology.ParseEngineConfig(stackFile, data, engineConfig(ctx, data))
 		if err != nil {
 			return err
 		}
-		export(ctx, d)
-		return nil
+		spec, err := topology.DeriveStack(st)
+		if err != nil {
+			return err
+		}
+		return deploy(ctx, spec, len(st.Secrets) > 0)
 	}
+}
+
+// engineConfig reads from the engine every key gpucluster reads, every key the file names (so
+// that a typo there is still reported) and every key the engine announces.
+func engineConfig(ctx *pulumi.Context, fileData []byte) topology.EngineConfig {
+	keys := append(topology.ConfigKeys(), topology.KeyRegion)
+	var file struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if yaml.Unmarshal(fileData, &file) == nil {
+		for k := range file.Config {
+			keys = append(keys, k)
+		}
+	}
+	var announced map[string]string
+	if json.Unmarshal([]byte(os.Getenv(pulumi.EnvConfig)), &announced) == nil {
+		for k := range announced {
+			keys = append(keys, k)
+		}
+	}
+	ec := topology.EngineConfig{Values: map[string]string{}}
+	for _, k := range keys {
+		if v, ok := ctx.GetConfig(k); ok {
+			ec.Values[k] = v
+			if ctx.IsConfigSecret(k) && !slices.Contains(ec.Secrets, k) {
+				ec.Secrets = append(ec.Secrets, k)
+			}
+		}
+	}
+	return ec
+}
+
+// exported receives the stack outputs; tests read them here (Pulumi's mocks do not pass them on).
+var exported = func(map[string]pulumi.Output) {}
+
+func deploy(ctx *pulumi.Context, spec topology.StackSpec, secret bool) error {
+	if spec.Stack != ctx.Stack() {
+		return fmt.Errorf("%s holds the config of stack %q, but Pulumi runs stack %q: select the stack with pulumi up -s %s",
+			spec.Source, spec.Stack, ctx.Stack(), spec.Stack)
+	}
+	d, err := Build(ctx, spec)
+	if err != nil {
+		return err
+	}
+	outs := outputs(d, secret)
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		ctx.Export(k, outs[k])
+	}
+	exported(outs)
+	return nil
 }
 
 // Tag keys gpucluster puts on every AWS resource it creates.
@@ -91,20 +162,29 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 	return d, nil
 }
 
-// export publishes the stack outputs: what a user needs after `pulumi up`.
-func export(ctx *pulumi.Context, d *Deployment) {
+// outputs are the stack outputs: what a user needs after `pulumi up`. With secret
+// configuration every one is secret: each is derived from the configuration.
+func outputs(d *Deployment, secret bool) map[string]pulumi.Output {
 	nodeGroups, placementGroups := pulumi.StringMap{}, pulumi.StringMap{}
 	for name, np := range d.Pools {
 		nodeGroups[name] = np.NodeGroupName
 		placementGroups[name] = np.PlacementGroupName
 	}
-	ctx.Export("clusterName", d.Cluster.Name)
-	ctx.Export("kubeconfig", d.Cluster.Kubeconfig)
-	ctx.Export("vpcId", d.Network.VpcID)
-	ctx.Export("systemNodeGroupName", d.Cluster.SystemNodeGroup)
-	ctx.Export("nodeGroupNames", nodeGroups)
-	ctx.Export("placementGroupNames", placementGroups)
-	ctx.Export("trainingPodTemplates", pulumi.ToMap(asAnyMap(d.PodTemplates)))
+	outs := map[string]pulumi.Output{
+		"clusterName":          d.Cluster.Name,
+		"kubeconfig":           d.Cluster.Kubeconfig,
+		"vpcId":                d.Network.VpcID,
+		"systemNodeGroupName":  d.Cluster.SystemNodeGroup,
+		"nodeGroupNames":       nodeGroups.ToStringMapOutput(),
+		"placementGroupNames":  placementGroups.ToStringMapOutput(),
+		"trainingPodTemplates": pulumi.ToMap(asAnyMap(d.PodTemplates)).ToMapOutput(),
+	}
+	if secret {
+		for k, v := range outs {
+			outs[k] = pulumi.ToSecret(v)
+		}
+	}
+	return outs
 }
 
 func asAnyMap(m map[string]map[string]any) map[string]any {

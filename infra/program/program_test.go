@@ -49,7 +49,9 @@ func evaluate(t *testing.T, file string) *evaluation {
 		if err != nil {
 			return err
 		}
-		export(ctx, d)
+		for k, v := range outputs(d, false) {
+			ctx.Export(k, v)
+		}
 		ev.d = d
 		var mu sync.Mutex // apply callbacks of different pools run concurrently
 		for name, np := range d.Pools {
@@ -484,14 +486,63 @@ func TestInvalidStackRegistersNothing(t *testing.T) {
 	}
 }
 
+// runCapturing runs fn under engine and returns the stack outputs it exported, resolved.
+func runCapturing(t *testing.T, engine *offline.Engine, fn pulumi.RunFunc) (map[string]pulumi.Output, map[string]any, error) {
+	t.Helper()
+	var outs map[string]pulumi.Output
+	values := map[string]any{}
+	var mu sync.Mutex
+	exported = func(o map[string]pulumi.Output) {
+		outs = o
+		for k, v := range o {
+			v.ApplyT(func(x any) any {
+				mu.Lock()
+				defer mu.Unlock()
+				values[k] = x
+				return x
+			})
+		}
+	}
+	defer func() { exported = func(map[string]pulumi.Output) {} }()
+	err := engine.Run(fn)
+	return outs, values, err
+}
+
 func TestRunExportsTheOutputs(t *testing.T) {
-	engine := offline.NewEngine("dev")
-	if err := engine.Run(Run("../../stacks/Pulumi.dev.yaml")); err != nil {
+	outs, values, err := runCapturing(t, offline.NewEngine("dev"), Run("../../stacks/Pulumi.dev.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(engine.Resources()) == 0 {
-		t.Fatal("nothing registered")
+	want := []string{"clusterName", "kubeconfig", "nodeGroupNames", "placementGroupNames", "systemNodeGroupName", "trainingPodTemplates", "vpcId"}
+	if got := sortedKeys(values); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("exports %v, want %v", got, want)
 	}
+	if values["clusterName"] != "dev" {
+		t.Errorf("clusterName %v", values["clusterName"])
+	}
+	ng, _ := values["nodeGroupNames"].(map[string]string)
+	pg, _ := values["placementGroupNames"].(map[string]string)
+	if len(ng) != 1 || ng["gpu"] == "" || len(pg) != 1 {
+		t.Errorf("node groups %v, placement groups %v", values["nodeGroupNames"], values["placementGroupNames"])
+	}
+	tpl, _ := values["trainingPodTemplates"].(map[string]any)
+	if gpu, _ := tpl["gpu"].(map[string]any); gpu["spec"] == nil {
+		t.Errorf("training pod template of pool gpu: %v", tpl)
+	}
+	for k, o := range outs {
+		if pulumi.IsSecret(o) != (k == "kubeconfig") {
+			t.Errorf("%s secret: %v", k, pulumi.IsSecret(o))
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func TestStackFileIsFoundFromTheProgramDirectory(t *testing.T) {

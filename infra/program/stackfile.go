@@ -13,8 +13,8 @@ import (
 const EnvStackFile = "GPUCLUSTER_STACK_FILE"
 
 // StackFile finds stack's config file as the Pulumi CLI does: the Pulumi.yaml nearest above dir,
-// its stackConfigDir, and Pulumi.<stack>.yaml in it. gpucluster reads the file itself, rather
-// than the config Pulumi passes, so that every error can name the file and line.
+// its stackConfigDir, and Pulumi.<stack>.yaml in it: the offline commands' configuration, and
+// under pulumi up the file that places errors on lines.
 func StackFile(dir, stack string) (string, error) {
 	if f := os.Getenv(EnvStackFile); f != "" {
 		return f, nil

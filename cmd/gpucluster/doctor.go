@@ -54,10 +54,19 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	} else {
 		writeDoctor(stdout, r)
 	}
-	if r.Verdict != nil && !r.Verdict.Match {
+	return doctorExit(r)
+}
+
+// Exit codes of doctor (README, "NCCL doctor"): 0 read, and the verdict (if asked) matches;
+// 1 mismatch; 2 bad input; 3 a verdict was asked for and the log cannot give one.
+func doctorExit(r *doctor.Report) int {
+	switch {
+	case r.Verdict == nil || r.Verdict.Status == doctor.VerdictMatch:
+		return 0
+	case r.Verdict.Status == doctor.VerdictMismatch:
 		return 1
 	}
-	return 0
+	return 3
 }
 
 func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
@@ -127,17 +136,35 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s %s\n  seen:  %s\n  cause: %s\n  fix:   %s\n", strings.ToUpper(f.Severity), f.Code, f.Evidence, f.Cause, f.Fix)
 	}
+	for _, c := range r.CutLines {
+		fmt.Fprintf(w, "\nnot read: line %d is over 1 MiB; its last %d bytes were not read\n", c.Line, c.BytesCut)
+	}
+	if n := len(r.UnreadLines); n > 0 {
+		fmt.Fprintf(w, "\nnot read: %d binary line(s): %s\n", n, lineList(r.UnreadLines))
+	}
 	if v := r.Verdict; v != nil {
-		result := "MATCH"
-		if !v.Match {
-			result = "MISMATCH"
-		}
 		fmt.Fprintf(w, "\nverdict against %s: %s\n  expected intra-node %s, inter-node %s\n  observed intra-node %s, inter-node %s\n",
-			v.Against, result, v.ExpectedIntra, v.ExpectedInter, v.ObservedIntra, v.ObservedInter)
+			v.Against, strings.ToUpper(v.Status), v.ExpectedIntra, v.ExpectedInter, v.ObservedIntra, v.ObservedInter)
+		if v.Reason != "" {
+			fmt.Fprintf(w, "  reason: %s\n", v.Reason)
+		}
 		for _, c := range v.Changes {
 			fmt.Fprintf(w, "  change: %s\n", c)
 		}
 	}
+}
+
+// lineList names line numbers, the first twenty and a count of the rest.
+func lineList(lines []int) string {
+	var parts []string
+	for i, n := range lines {
+		if i == 20 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(lines)-20))
+			break
+		}
+		parts = append(parts, fmt.Sprint(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orDash(s string) string {

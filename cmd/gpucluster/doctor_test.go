@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,17 @@ func TestDoctorReadsStdinAndWritesJSON(t *testing.T) {
 	var r doctor.Report
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.NCCLVersion != "2.23.4+cuda12.6" || r.Communicators[0].IntraNode != "p2p" {
 		t.Errorf("exit %d %s %s", code, stdout, stderr)
+	}
+}
+
+func TestDoctorWithoutACommunicatorExits3(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cut.log")
+	os.WriteFile(f, []byte("h1:55:60 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"), 0o644)
+	code, stdout, stderr := runCLI("doctor", "--log", f, "--profile", "p5-efa")
+	if code != 3 || !strings.Contains(stdout, "verdict against profile p5-efa: UNKNOWN") || !strings.Contains(stdout, "reason: the log holds no communicator") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, _ := runCLI("doctor", "--log", f); code != 0 {
+		t.Errorf("without a profile nothing is compared: exit %d", code)
 	}
 }

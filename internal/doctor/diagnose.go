@@ -81,14 +81,24 @@ type Finding struct {
 
 // Verdict compares what the job did with what the profile expects.
 type Verdict struct {
-	Against       string   `json:"against"` // "profile p5-efa" or "stack x, pool y"
-	ExpectedIntra string   `json:"expectedIntraNode"`
-	ExpectedInter string   `json:"expectedInterNode"`
-	ObservedIntra string   `json:"observedIntraNode"`
-	ObservedInter string   `json:"observedInterNode"`
-	Match         bool     `json:"match"`
-	Changes       []string `json:"changes,omitempty"`
+	Against       string `json:"against"` // "profile p5-efa" or "stack x, pool y"
+	ExpectedIntra string `json:"expectedIntraNode"`
+	ExpectedInter string `json:"expectedInterNode"`
+	ObservedIntra string `json:"observedIntraNode"`
+	ObservedInter string `json:"observedInterNode"`
+	Match         bool   `json:"match"`
+	// Status is match, mismatch, or unknown when the log gives nothing to compare.
+	Status  string   `json:"status"`
+	Reason  string   `json:"reason,omitempty"` // why the status is unknown
+	Changes []string `json:"changes,omitempty"`
 }
+
+// Verdict statuses.
+const (
+	VerdictMatch    = "match"
+	VerdictMismatch = "mismatch"
+	VerdictUnknown  = "unknown"
+)
 
 // Report is the doctor's answer (JSON schema in README.md, "gpucluster doctor").
 type Report struct {
@@ -100,6 +110,10 @@ type Report struct {
 	Topology      *Topo        `json:"topology,omitempty"`
 	Findings      []Finding    `json:"findings"`
 	Verdict       *Verdict     `json:"verdict,omitempty"`
+	// CutLines and UnreadLines say exactly what of the log was not read: the ends of lines over
+	// 1 MiB, and lines skipped as binary.
+	CutLines    []CutLine `json:"cutLines,omitempty"`
+	UnreadLines []int     `json:"unreadLines,omitempty"`
 }
 
 // Diagnose builds the report; pool, when set, is the spec the job ran on.
@@ -113,9 +127,16 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 		r.Communicators = append(r.Communicators, commReport(c))
 	}
 	r.Findings = signatures(l, topo, pool, r.Communicators)
-	if pool != nil && len(r.Communicators) > 0 {
+	switch {
+	case pool != nil && len(r.Communicators) > 0:
 		r.Verdict = verdict(r.Communicators[0], pool, against)
+	case pool != nil:
+		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
+			ObservedIntra: topology.TransportNone, ObservedInter: topology.TransportNone, Status: VerdictUnknown,
+			Reason: "the log holds no communicator initialisation (no \"comm … Init\" line): it ends, or was cut, before NCCL set up its " +
+				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
+	r.CutLines, r.UnreadLines = l.CutLines, l.UnreadLines
 	return r
 }
 
@@ -235,7 +256,12 @@ func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport)
 
 func verdict(c CommReport, pool *topology.PoolSpec, against string) *Verdict {
 	v := &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
-		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true}
+		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true, Status: VerdictMatch}
+	defer func() {
+		if !v.Match {
+			v.Status = VerdictMismatch
+		}
+	}()
 	if c.IntraNode != topology.TransportNone && v.ExpectedIntra != topology.TransportNone && rank[c.IntraNode] < rank[v.ExpectedIntra] {
 		v.Match = false
 		switch {

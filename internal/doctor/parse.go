@@ -3,7 +3,6 @@
 package doctor
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -54,6 +53,16 @@ type Log struct {
 	BootstrapSec float64           // the slowest bootstrap of the Init timings lines
 	InitSec      float64
 	Warnings     []string
+	// CutLines are lines longer than maxLine, read only in their first maxLine bytes.
+	CutLines []CutLine
+	// UnreadLines are the numbers of lines skipped as binary (not UTF-8, or holding NUL).
+	UnreadLines []int
+}
+
+// CutLine is one over-long line: its number and how many bytes past maxLine were not read.
+type CutLine struct {
+	Line     int   `json:"line"`
+	BytesCut int64 `json:"bytesCut"`
 }
 
 // Comm is one communicator.
@@ -81,21 +90,31 @@ type ErrNotNCCL struct{ Reason string }
 
 func (e ErrNotNCCL) Error() string { return e.Reason }
 
-// maxLine bounds one line; longer ones are read in pieces (a truncated line is ignored).
+// maxLine bounds what is kept of one line; the rest of a longer line is cut and reported.
 const maxLine = 1 << 20
 
 // Parse reads an NCCL_DEBUG=INFO log of any number of ranks, interleaved.
 func Parse(r io.Reader) (*Log, error) {
 	l := &Log{Env: map[string]string{}, Comms: map[string]*Comm{}}
 	current := map[string]*Comm{} // host:pid → communicator being initialised
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
+	lr := newLineReader(r)
 	binary := 0
-	for sc.Scan() {
-		line := sc.Text()
+	for {
+		raw, cut, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 		l.Lines++
+		if cut > 0 {
+			l.CutLines = append(l.CutLines, CutLine{Line: l.Lines, BytesCut: cut})
+		}
+		line := string(raw)
 		if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
 			binary++
+			l.UnreadLines = append(l.UnreadLines, l.Lines)
 			continue
 		}
 		if l.Version == "" && strings.Contains(line, "NCCL version") {
@@ -142,9 +161,6 @@ func Parse(r io.Reader) (*Log, error) {
 			from, to := atoi(ch[2]), atoi(ch[3])
 			comm.edge(atoi(ch[1]), from, to, ch[5], host)
 		}
-	}
-	if err := sc.Err(); err != nil && err != bufio.ErrTooLong {
-		return nil, err
 	}
 	switch {
 	case l.Lines == 0:

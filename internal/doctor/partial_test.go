@@ -1,0 +1,87 @@
+package doctor
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A line longer than any buffer (a progress bar redrawn with \r for hours) must not end the read:
+// what follows is still read, and the cut is reported exactly.
+func TestLinesOfAnyLengthAreRead(t *testing.T) {
+	head, _ := os.ReadFile("testdata/p5-efa.log")
+	long := "step 1/100 " + strings.Repeat("\r[=====>   ] loss 2.1043", 150_000) // ≈3.5 MB, one line
+	tail := "h1:55:61 [0] NCCL WARN NET/OFI Unresponsive receiver detected: peer fi_addr 0x1, aborting\n"
+	var b bytes.Buffer
+	b.Write(head)
+	b.WriteString(long + "\n")
+	b.WriteString(tail)
+	l, err := Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(head, []byte("\n"))
+	if l.Lines != lines+2 {
+		t.Errorf("read %d lines, want %d", l.Lines, lines+2)
+	}
+	if len(l.CutLines) != 1 || l.CutLines[0].Line != lines+1 || l.CutLines[0].BytesCut != int64(len(long)-maxLine) {
+		t.Errorf("cut lines %+v, want line %d with %d bytes cut", l.CutLines, lines+1, len(long)-maxLine)
+	}
+	if len(l.Unreachable) == 0 {
+		t.Error("the error after the long line was never read")
+	}
+	r := Diagnose(l, nil, profile(t, "p5-efa"), "profile p5-efa")
+	if !hasFinding(r, "efa-unreachable") || len(r.CutLines) != 1 {
+		t.Errorf("report: findings %v, cut %v", r.Findings, r.CutLines)
+	}
+}
+
+func hasFinding(r *Report, code string) bool {
+	for _, f := range r.Findings {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Lines at and around the limit, without a final newline, and with CRLF endings.
+func TestLineReaderEdges(t *testing.T) {
+	exact := strings.Repeat("a", maxLine)
+	over := strings.Repeat("b", maxLine+1)
+	in := "x\r\n" + exact + "\n" + over + "\n\nlast"
+	lr := newLineReader(strings.NewReader(in))
+	type got struct {
+		n   int
+		cut int64
+	}
+	want := []got{{1, 0}, {maxLine, 0}, {maxLine, 1}, {0, 0}, {4, 0}}
+	for i, w := range want {
+		line, cut, err := lr.next()
+		if err != nil || len(line) != w.n || cut != w.cut {
+			t.Errorf("line %d: %d bytes, cut %d, %v; want %d, %d", i+1, len(line), cut, err, w.n, w.cut)
+		}
+	}
+	if _, _, err := lr.next(); err != io.EOF {
+		t.Errorf("after the last line: %v", err)
+	}
+}
+
+// A log cut before NCCL set up any communicator cannot be compared with a profile: the verdict
+// says so instead of passing.
+func TestNoCommunicatorGivesAnUnknownVerdict(t *testing.T) {
+	head := "h1:55:60 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\nh1:55:60 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.13.2-aws\n"
+	l, err := Parse(strings.NewReader(head))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Diagnose(l, nil, profile(t, "p5-efa"), "profile p5-efa")
+	if r.Verdict == nil || r.Verdict.Status != VerdictUnknown || r.Verdict.Match || !strings.Contains(r.Verdict.Reason, "no communicator") {
+		t.Errorf("verdict %+v", r.Verdict)
+	}
+	if r := Diagnose(l, nil, nil, ""); r.Verdict != nil {
+		t.Errorf("a verdict nobody asked for: %+v", r.Verdict)
+	}
+}

@@ -82,16 +82,27 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []t
 					Spec: &corev1.PodSpecArgs{
 						PriorityClassName:            pulumi.String("system-node-critical"),
 						AutomountServiceAccountToken: pulumi.Bool(false),
-						NodeSelector:                 pulumi.ToStringMap(nodeSelector),
-						Affinity:                     k8sargs.OnPools(pools),
-						Tolerations:                  k8sargs.Tolerations(pools),
+						// The container runtime's default syscall filter: a plugin serves gRPC on a
+						// unix socket, watches the kubelet's directory and queries devices (ioctl), all
+						// of which it allows.
+						SecurityContext: &corev1.PodSecurityContextArgs{
+							SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")},
+						},
+						NodeSelector: pulumi.ToStringMap(nodeSelector),
+						Affinity:     k8sargs.OnPools(pools),
+						Tolerations:  k8sargs.Tolerations(pools),
 						Containers: corev1.ContainerArray{corev1.ContainerArgs{
 							Name:  pulumi.String(dsName),
 							Image: pulumi.String(image),
-							// A device plugin only serves a socket to the kubelet: no privilege needed.
+							// A device plugin only serves a socket to the kubelet: no privilege needed (as
+							// upstream's manifests: NVIDIA's static v0.17.1 DaemonSet, the EKS chart of the
+							// EFA plugin). Its only write is that socket, on the mounted kubelet directory,
+							// so the root filesystem can be read-only (upstream's other writable mounts, CDI
+							// and MPS, serve features gpucluster does not enable).
 							SecurityContext: &corev1.SecurityContextArgs{
 								AllowPrivilegeEscalation: pulumi.Bool(false),
 								Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+								ReadOnlyRootFilesystem:   pulumi.Bool(true),
 							},
 							Resources: &corev1.ResourceRequirementsArgs{
 								Requests: pulumi.StringMap{"cpu": pulumi.String("10m"), "memory": pulumi.String("20Mi")},

@@ -22,7 +22,7 @@ import (
 const BaseImage = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04"
 
 // CommandPort is fabric manager's command port (fabricmanager.cfg FM_CMD_PORT_NUMBER), bound to
-// 127.0.0.1: it accepts connections only once fabric manager is up and serving.
+// 127.0.0.1 of the pod: it accepts connections only once fabric manager is up and serving.
 const CommandPort = 6666
 
 const configFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
@@ -81,9 +81,10 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 				Template: &corev1.PodTemplateSpecArgs{
 					Metadata: &metav1.ObjectMetaArgs{Labels: labels},
 					Spec: &corev1.PodSpecArgs{
+						// The host's PIDs (fabric manager coordinates with the driver's processes); not
+						// the host's network: the readiness probe runs in the container, beside fabric
+						// manager's 127.0.0.1 command port, and NVSwitch is reached through /dev.
 						HostPID:                      pulumi.Bool(true),
-						HostNetwork:                  pulumi.Bool(true), // the probe reaches 127.0.0.1:6666 of the node
-						DnsPolicy:                    pulumi.String("ClusterFirstWithHostNet"),
 						PriorityClassName:            pulumi.String("system-node-critical"),
 						AutomountServiceAccountToken: pulumi.Bool(false),
 						Affinity:                     k8sargs.OnPools(pools),

@@ -148,7 +148,7 @@ func nodeClassSpec(a PoolArgs, role string) ec2NodeClassSpec {
 		AssociatePublicIPAddress:   false,
 		BlockDeviceMappings: []blockDeviceMapping{{DeviceName: "/dev/xvda", RootVolume: true,
 			EBS: ebs{VolumeSize: "200Gi", VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}},
-		MetadataOptions:     metadataOptions{HTTPEndpoint: "enabled", HTTPTokens: "required", HTTPPutResponseHopLimit: 2},
+		MetadataOptions:     metadataOptions{HTTPEndpoint: "enabled", HTTPTokens: "required", HTTPPutResponseHopLimit: topology.IMDSHopLimit},
 		InstanceStorePolicy: "RAID0",
 		Tags:                a.Tags,
 	}

@@ -6,18 +6,16 @@ import (
 
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// MetadataHopLimit is 2 so that pods (one network hop behind the node) can reach IMDSv2, which
-// the VPC CNI and the EFA device plugin need; IMDSv1 is off.
-const MetadataHopLimit = 2
-
-// Metadata requires IMDSv2 tokens.
+// Metadata requires IMDSv2 tokens, within topology.IMDSHopLimit hops of the node.
 func Metadata() ec2.LaunchTemplateMetadataOptionsArgs {
 	return ec2.LaunchTemplateMetadataOptionsArgs{
 		HttpEndpoint:            pulumi.String("enabled"),
 		HttpTokens:              pulumi.String("required"),
-		HttpPutResponseHopLimit: pulumi.Int(MetadataHopLimit),
+		HttpPutResponseHopLimit: pulumi.Int(topology.IMDSHopLimit),
 	}
 }
 

@@ -18,7 +18,9 @@ const ContainerName = "train"
 // For renders the training pod template of a pool.
 func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
 	pod := pool.TrainingPod
-	limits := corev1.ResourceList{}
+	// CPU and memory requested and limited alike make the pod Guaranteed: the last evicted.
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(pod.CPU), corev1.ResourceMemory: resource.MustParse(pod.Memory)}
+	limits := requests.DeepCopy()
 	for name, n := range pod.Resources {
 		limits[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
@@ -48,7 +50,7 @@ func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
 				Image: image,
 				Env:   env,
 				// Extended resources must have requests equal to limits; limits alone imply them.
-				Resources:       corev1.ResourceRequirements{Limits: limits},
+				Resources:       corev1.ResourceRequirements{Requests: requests, Limits: limits},
 				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: caps}},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
 			}},

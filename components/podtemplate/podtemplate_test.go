@@ -23,6 +23,16 @@ func TestTemplateFollowsTheSpec(t *testing.T) {
 	if gpu, efa := c.Resources.Limits["nvidia.com/gpu"], c.Resources.Limits["vpc.amazonaws.com/efa"]; gpu.Value() != 1 || efa.Value() != 1 {
 		t.Errorf("limits %v", c.Resources.Limits)
 	}
+	// Guaranteed QoS: CPU and memory requested and limited alike, from the spec (p4d, 4 pods).
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
+		if req.IsZero() || req.Cmp(lim) != 0 {
+			t.Errorf("%s: request %s, limit %s", r, req.String(), lim.String())
+		}
+	}
+	if cpu, mem := c.Resources.Requests[corev1.ResourceCPU], c.Resources.Requests[corev1.ResourceMemory]; cpu.String() != spec.TrainingPod.CPU || mem.String() != spec.TrainingPod.Memory || cpu.String() != "23" {
+		t.Errorf("requests %v, spec %s %s", c.Resources.Requests, spec.TrainingPod.CPU, spec.TrainingPod.Memory)
+	}
 	if c.Image != "example.com/train:1" || len(c.SecurityContext.Capabilities.Add) != 1 || c.SecurityContext.Capabilities.Add[0] != "IPC_LOCK" {
 		t.Errorf("container %+v", c)
 	}

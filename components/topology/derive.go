@@ -135,17 +135,26 @@ func deriveFabricManager(p Profile, it InstanceType) FabricManagerDecision {
 	}
 }
 
+// podsPerNode is how many training pods share a node: one, or one per GPU (podsPerNode of them).
+func podsPerNode(p Profile, it InstanceType) int {
+	switch {
+	case p.PodLayout != PodPerGPU:
+		return 1
+	case p.PodsPerNode > 0:
+		return p.PodsPerNode
+	}
+	return it.GPUCount
+}
+
 func deriveTrainingPod(p Profile, it InstanceType, efa int, selector map[string]string, tols []Toleration) TrainingPodSpec {
-	pods, gpus, efaPerPod := 1, it.GPUCount, efa
+	pods, gpus, efaPerPod := podsPerNode(p, it), it.GPUCount, efa
 	if p.PodLayout == PodPerGPU {
-		pods = p.PodsPerNode
-		if pods == 0 {
-			pods = it.GPUCount
-		}
 		gpus, efaPerPod = 1, efa/pods
 	}
 	shm := resource.MustParse(p.ShmSize) // validated
+	cpu, memory := trainingPodCPUMemory(it, pods)
 	pod := TrainingPodSpec{
+		CPU: cpu.String(), Memory: memory.String(),
 		Layout: p.PodLayout, PodsPerNode: pods, GPUsPerPod: gpus, EFAPerPod: efaPerPod,
 		IdleGPUsPerNode: it.GPUCount - pods*gpus,
 		Resources:       map[string]int{ResourceGPU: gpus},

@@ -55,3 +55,10 @@ func poolTolerations(p Profile) []Toleration {
 
 // sortedKeys returns a map's keys in order: output and error reports never depend on map order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// IMDSHopLimit is the instance metadata PUT response hop limit of every node (launch templates
+// and Karpenter's EC2NodeClass alike). 1 keeps IMDSv2 tokens, and so the node role's credentials,
+// out of pods: a pod's traffic is one hop behind the node. Nothing gpucluster runs needs more: the
+// Karpenter controller uses EKS Pod Identity, the VPC CNI and kube-proxy use the host network, and
+// the device plugins and fabric manager never call IMDS. It is Karpenter's default too.
+const IMDSHopLimit = 1

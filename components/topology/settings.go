@@ -81,8 +81,12 @@ const DefaultNVIDIADriverVersion = "570.172.08"
 var driverVersionPattern = regexp.MustCompile(`^[0-9]{3}\.[0-9]+(\.[0-9]+)?$`)
 
 // DefaultTrainingImage runs nccl-tests with EFA, libfabric and aws-ofi-nccl: the image AWS's
-// EFA-on-EKS examples use. The training pod template carries it until a stack names its own.
-const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:latest"
+// EFA-on-EKS examples use, pinned to a tag that names its versions (CUDA 12.8.1, EFA installer
+// 1.43.2, aws-ofi-nccl 1.16.3, NCCL 2.27.7-1, nccl-tests 2.16.9: the build arguments of AWS's
+// nccl-tests Dockerfile, awsome-distributed-training micro-benchmarks) instead of the moving
+// :latest. CUDA 12.8 runs on the 570 driver of the pinned EKS AL2023 image. The training pod
+// template carries it until a stack names its own.
+const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
 var (
 	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)

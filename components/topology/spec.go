@@ -163,21 +163,24 @@ type EnvVar struct {
 
 // TrainingPodSpec is the recommended shape of a training pod on this pool.
 type TrainingPodSpec struct {
-	Layout          PodLayout         `json:"layout"`
-	PodsPerNode     int               `json:"podsPerNode"`
-	GPUsPerPod      int               `json:"gpusPerPod"`
-	EFAPerPod       int               `json:"efaPerPod"`
-	IdleGPUsPerNode int               `json:"idleGpusPerNode"`
-	Resources       map[string]int    `json:"resources"`
-	HostIPC         bool              `json:"hostIPC"`
-	HostNetwork     bool              `json:"hostNetwork"`
-	DNSPolicy       string            `json:"dnsPolicy"`
-	Capabilities    []string          `json:"capabilities"`
-	ShmSize         string            `json:"shmSize"`
-	ShmSizeBytes    int64             `json:"shmSizeBytes"`
-	NodeSelector    map[string]string `json:"nodeSelector"`
-	Tolerations     []Toleration      `json:"tolerations"`
-	Env             []EnvVar          `json:"env"`
+	Layout          PodLayout      `json:"layout"`
+	PodsPerNode     int            `json:"podsPerNode"`
+	GPUsPerPod      int            `json:"gpusPerPod"`
+	EFAPerPod       int            `json:"efaPerPod"`
+	IdleGPUsPerNode int            `json:"idleGpusPerNode"`
+	Resources       map[string]int `json:"resources"`
+	// CPU and Memory are requested and limited alike (Guaranteed QoS), as Kubernetes quantities.
+	CPU          string            `json:"cpu"`
+	Memory       string            `json:"memory"`
+	HostIPC      bool              `json:"hostIPC"`
+	HostNetwork  bool              `json:"hostNetwork"`
+	DNSPolicy    string            `json:"dnsPolicy"`
+	Capabilities []string          `json:"capabilities"`
+	ShmSize      string            `json:"shmSize"`
+	ShmSizeBytes int64             `json:"shmSizeBytes"`
+	NodeSelector map[string]string `json:"nodeSelector"`
+	Tolerations  []Toleration      `json:"tolerations"`
+	Env          []EnvVar          `json:"env"`
 	// PluginManagedEnv are variables aws-ofi-nccl sets itself on this platform; gpucluster leaves
 	// them alone, and an override of one is reported as a finding.
 	PluginManagedEnv []string `json:"pluginManagedEnv,omitempty"`

@@ -161,6 +161,19 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
 				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
 			}
+			// No piece shares the node's network: nothing here needs it.
+			if pod["hostNetwork"] == true {
+				t.Errorf("%s: %s uses the host network", filepath.Base(file), name)
+			}
+			if name != "nvidia-fabricmanager" { // the device plugins: hardened as far as they work
+				sc, _ := pod["securityContext"].(map[string]any)
+				seccomp, _ := sc["seccompProfile"].(map[string]any)
+				csc, _ := pod["containers"].([]any)[0].(map[string]any)["securityContext"].(map[string]any)
+				if seccomp["type"] != "RuntimeDefault" || csc["readOnlyRootFilesystem"] != true || csc["allowPrivilegeEscalation"] != false ||
+					str(csc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) {
+					t.Errorf("%s: %s security: pod %v, container %v", filepath.Base(file), name, sc, csc)
+				}
+			}
 		}
 		for name := range daemonSets {
 			if _, ok := want[name]; !ok {

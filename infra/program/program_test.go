@@ -290,7 +290,7 @@ func checkLaunchTemplate(t *testing.T, ev *evaluation, pool topology.PoolSpec, l
 		}
 	}
 	md := lt.Input("metadataOptions").(map[string]any)
-	if md["httpTokens"] != "required" || md["httpPutResponseHopLimit"] != 2.0 {
+	if md["httpTokens"] != "required" || md["httpPutResponseHopLimit"] != 1.0 {
 		t.Errorf("IMDSv2 not required: %v", md)
 	}
 	if lt.Input("subnetId") != nil {

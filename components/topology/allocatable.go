@@ -1,0 +1,68 @@
+package topology
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// What the kubelet of an EKS node keeps for itself, per the EKS AL2023 node bootstrap (nodeadm,
+// the same formulas as amazon-eks-ami's bootstrap.sh before it):
+//   - kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the third and fourth,
+//     0.25% of every further core;
+//   - kube-reserved memory: 255 MiB + 11 MiB per pod the node may run, with max pods capped at 110
+//     below 30 vCPUs and 250 from 30 (taking the cap over-reserves on small types: safe);
+//   - eviction threshold: memory.available < 100 MiB.
+const (
+	kubeReservedMemoryBaseMiB = 255
+	kubeReservedMemoryPerPod  = 11
+	evictionHardMiB           = 100
+)
+
+// usableMemoryFraction: the kernel and firmware take part of the nominal memory before the
+// kubelet sees it (MemTotal is 2–4% below the instance's advertised GiB).
+const usableMemoryFraction = 0.95
+
+// daemonSetCPUMillis and daemonSetMemoryMiB leave room for the DaemonSets every GPU node runs:
+// the VPC CNI, kube-proxy, the EKS Pod Identity agent, the device plugins and fabric manager
+// (their requests add up to well under this).
+const (
+	daemonSetCPUMillis = 1000
+	daemonSetMemoryMiB = 2048
+)
+
+func maxPods(vcpus int) int {
+	if vcpus < 30 {
+		return 110
+	}
+	return 250
+}
+
+// kubeReservedCPUMillis is EKS's tiered CPU reservation.
+func kubeReservedCPUMillis(vcpus int) float64 {
+	tiers := []struct {
+		cores    int
+		fraction float64
+	}{{1, 0.06}, {1, 0.01}, {2, 0.005}, {1 << 20, 0.0025}}
+	left, m := vcpus, 0.0
+	for _, t := range tiers {
+		n := min(left, t.cores)
+		m += float64(n) * 1000 * t.fraction
+		left -= n
+	}
+	return m
+}
+
+// trainingPodCPUMemory is what each training pod requests and is limited to: the node's
+// allocatable (after kube-reserved, eviction and the DaemonSets) split between its pods, rounded
+// down to whole cores and GiB. Requests equal limits, so the pod is Guaranteed: the last the
+// kubelet evicts under memory pressure, and eligible for exclusive cores under the static CPU
+// manager. /dev/shm is memory-backed and counts within this memory.
+func trainingPodCPUMemory(it InstanceType, pods int) (cpu, memory resource.Quantity) {
+	cpuMillis := float64(it.VCPUs)*1000 - kubeReservedCPUMillis(it.VCPUs) - daemonSetCPUMillis
+	memMiB := float64(it.MemoryGiB)*1024*usableMemoryFraction -
+		float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB+daemonSetMemoryMiB)
+	cores := int64(cpuMillis/1000) / int64(pods)
+	gib := int64(memMiB/1024) / int64(pods)
+	return resource.MustParse(fmt.Sprint(max(cores, 1))), resource.MustParse(fmt.Sprintf("%dGi", max(gib, 1)))
+}

@@ -1,10 +1,10 @@
 package cluster
 
 import (
-	"strings"
-
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/iampolicy"
 )
 
 // NodePolicies are exactly the AWS managed policies an EKS node needs (EKS user guide, "Amazon
@@ -12,23 +12,13 @@ import (
 // Nothing else: SSM, CloudWatch or S3 access are workload concerns, granted per pod.
 var NodePolicies = []string{"AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy"}
 
-// Partition is the ARN partition of a region ("aws", "aws-us-gov", "aws-cn").
-func Partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	}
-	return "aws"
-}
-
-const ec2AssumeRolePolicy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+// Partition is the ARN partition of a region.
+var Partition = iampolicy.Partition
 
 func nodeRole(ctx *pulumi.Context, name, clusterName, region string, tags pulumi.StringMap, opts ...pulumi.ResourceOption) (*iam.Role, error) {
 	role, err := iam.NewRole(ctx, name+"-node", &iam.RoleArgs{
 		Name:             pulumi.String(clusterName + "-node"),
-		AssumeRolePolicy: pulumi.String(ec2AssumeRolePolicy),
+		AssumeRolePolicy: pulumi.String(iampolicy.ServiceTrust("ec2.amazonaws.com").String()),
 		Description:      pulumi.String("EKS nodes of " + clusterName),
 		Tags:             tags,
 	}, opts...)

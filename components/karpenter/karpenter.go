@@ -14,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/gpucluster/gpucluster/components/cluster"
+	"github.com/gpucluster/gpucluster/components/iampolicy"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -70,7 +71,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	}
 	child := pulumi.Parent(c)
 	tags := pulumi.ToStringMap(args.Tags)
-	partition := cluster.Partition(args.Region)
+	partition := iampolicy.Partition(args.Region)
 
 	queue, err := sqs.NewQueue(ctx, name+"-interruption", &sqs.QueueArgs{
 		Name: pulumi.String(args.Cluster + "-karpenter"), MessageRetentionSeconds: pulumi.Int(300),
@@ -104,7 +105,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	// managed node groups' role, and creating a second entry for the same role fails.
 	nodeRole, err := iam.NewRole(ctx, name+"-node", &iam.RoleArgs{
 		Name:             pulumi.String(args.Cluster + "-karpenter-node"),
-		AssumeRolePolicy: pulumi.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`),
+		AssumeRolePolicy: pulumi.String(iampolicy.ServiceTrust("ec2.amazonaws.com").String()),
 		Tags:             tags,
 	}, child)
 	if err != nil {

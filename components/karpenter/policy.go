@@ -1,26 +1,11 @@
 package karpenter
 
-import "encoding/json"
+import "github.com/gpucluster/gpucluster/components/iampolicy"
 
-// policyDocument is an IAM policy document.
-type policyDocument struct {
-	Version   string      `json:"Version"`
-	Statement []statement `json:"Statement"`
-}
-
-type statement struct {
-	Sid       string                    `json:"Sid,omitempty"`
-	Effect    string                    `json:"Effect"`
-	Principal any                       `json:"Principal,omitempty"`
-	Action    []string                  `json:"Action"`
-	Resource  any                       `json:"Resource,omitempty"` // absent in trust policies
-	Condition map[string]map[string]any `json:"Condition,omitempty"`
-}
-
-func (d policyDocument) String() string {
-	b, _ := json.Marshal(d) // plain data: cannot fail
-	return string(b)
-}
+type (
+	policyDocument = iampolicy.Document
+	statement      = iampolicy.Statement
+)
 
 // controllerPolicy is the Karpenter controller's least privilege for one cluster, following the
 // grants of Karpenter v1's reference CloudFormation template (getting-started, cloudformation.yaml):
@@ -34,7 +19,7 @@ func controllerPolicy(partition, region, cluster, queueARN, nodeRoleARN string) 
 	requestOwned := "aws:RequestTag/kubernetes.io/cluster/" + cluster
 	launched := []string{ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"), ec2("launch-template/*"), ec2("spot-instances-request/*")}
 	instanceProfiles := "arn:" + partition + ":iam::*:instance-profile/*"
-	return policyDocument{Version: "2012-10-17", Statement: []statement{
+	return iampolicy.New([]statement{
 		{Sid: "AllowScopedEC2InstanceAccessActions", Effect: "Allow", Action: []string{"ec2:RunInstances", "ec2:CreateFleet"},
 			Resource: []string{"arn:" + partition + ":ec2:" + region + "::image/*", "arn:" + partition + ":ec2:" + region + "::snapshot/*",
 				ec2("security-group/*"), ec2("subnet/*"), ec2("capacity-reservation/*"), ec2("placement-group/*")}},
@@ -91,22 +76,22 @@ func controllerPolicy(partition, region, cluster, queueARN, nodeRoleARN string) 
 		{Sid: "AllowSSMReadActions", Effect: "Allow", Action: []string{"ssm:GetParameter"},
 			Resource: "arn:" + partition + ":ssm:" + region + "::parameter/aws/service/*"},
 		{Sid: "AllowPricingReadActions", Effect: "Allow", Action: []string{"pricing:GetProducts"}, Resource: "*"},
-	}}
+	}...)
 }
 
 // queuePolicy lets EventBridge deliver to the interruption queue, over TLS only.
 func queuePolicy(queueARN string) policyDocument {
-	return policyDocument{Version: "2012-10-17", Statement: []statement{
+	return iampolicy.New([]statement{
 		{Sid: "EventBridgeDelivers", Effect: "Allow", Principal: map[string]any{"Service": []string{"events.amazonaws.com", "sqs.amazonaws.com"}},
 			Action: []string{"sqs:SendMessage"}, Resource: queueARN},
 		{Sid: "DenyHTTP", Effect: "Deny", Principal: "*", Action: []string{"sqs:*"}, Resource: queueARN,
 			Condition: map[string]map[string]any{"Bool": {"aws:SecureTransport": "false"}}},
-	}}
+	}...)
 }
 
 // podIdentityTrust lets EKS Pod Identity hand the role to the controller's service account.
 func podIdentityTrust() policyDocument {
-	return policyDocument{Version: "2012-10-17", Statement: []statement{
+	return iampolicy.New([]statement{
 		{Effect: "Allow", Principal: map[string]any{"Service": "pods.eks.amazonaws.com"}, Action: []string{"sts:AssumeRole", "sts:TagSession"}},
-	}}
+	}...)
 }

@@ -1,6 +1,7 @@
 // Package network builds the VPC a cluster runs in: a new one for ephemeral clusters (public
 // and private subnets in every zone, one NAT gateway, the tags load balancers and Karpenter
-// discover subnets by), or an existing VPC whose private subnets it tags for discovery.
+// discover subnets by), or an existing VPC whose private subnets it tags for discovery; and the
+// VPC's flow logs.
 package network
 
 import (
@@ -57,6 +58,9 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		n.public, err = n.adopt(ctx, name, args, child)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := n.flowLogs(ctx, name, args, n.VpcID, child); err != nil {
 		return nil, err
 	}
 	n.PrivateSubnetIDs = toStringMap(n.private)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -41,7 +42,30 @@ type VPCSettings struct {
 	// PrivateSubnets and PublicSubnets map zone to subnet id for an existing VPC.
 	PrivateSubnets map[string]string `json:"privateSubnets,omitempty"`
 	PublicSubnets  map[string]string `json:"publicSubnets,omitempty"`
+	FlowLogs       FlowLogSettings   `json:"flowLogs"`
 }
+
+// FlowLogSettings say whether the VPC's traffic is recorded (VPC flow logs to CloudWatch Logs).
+type FlowLogSettings struct {
+	Enabled       bool   `json:"enabled"`
+	TrafficType   string `json:"trafficType"`   // ALL, ACCEPT or REJECT
+	RetentionDays int    `json:"retentionDays"` // how long CloudWatch Logs keeps the records
+}
+
+// Flow-log defaults: every flow, accepted and rejected (what an incident review needs), kept 90
+// days, for the VPC gpucluster creates. An existing VPC's flow logs are its owner's to set, so
+// they stay off there unless the stack enables them.
+const (
+	DefaultFlowLogTraffic   = "ALL"
+	DefaultFlowLogRetention = 90
+)
+
+// flowLogTrafficTypes and cloudWatchRetentionDays are the values EC2 CreateFlowLogs
+// (TrafficType) and CloudWatch Logs PutRetentionPolicy (retentionInDays) accept.
+var (
+	flowLogTrafficTypes     = []string{"ALL", "ACCEPT", "REJECT"}
+	cloudWatchRetentionDays = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
 
 // Defaults for the stack-level settings.
 const (
@@ -71,6 +95,7 @@ const (
 	KeyPublicSubnets        = ConfigNamespace + ":publicSubnets"
 	KeyTrainingImage        = ConfigNamespace + ":trainingImage"
 	KeyNVIDIADriverVersion  = ConfigNamespace + ":nvidiaDriverVersion"
+	KeyFlowLogs             = ConfigNamespace + ":flowLogs"
 )
 
 // DefaultNVIDIADriverVersion is the driver the fabric-manager DaemonSet matches when the stack
@@ -123,7 +148,8 @@ func settingsDefaults(stack, region string) (ClusterSettings, VPCSettings) {
 		ServiceCIDR:           DefaultServiceCIDR,
 		SystemNodes:           SystemNodes{InstanceType: DefaultSystemInstance, Count: DefaultSystemNodes},
 	}
-	v := VPCSettings{Create: true, CIDR: DefaultVPCCIDR}
+	v := VPCSettings{Create: true, CIDR: DefaultVPCCIDR,
+		FlowLogs: FlowLogSettings{Enabled: true, TrafficType: DefaultFlowLogTraffic, RetentionDays: DefaultFlowLogRetention}}
 	if region != "" {
 		v.AvailabilityZones = []string{region + "a", region + "b"}
 	}
@@ -187,6 +213,15 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 }
 
 func validateVPC(ps *problems, region string, v VPCSettings) {
+	if f := v.FlowLogs; f.Enabled {
+		if !slices.Contains(flowLogTrafficTypes, f.TrafficType) {
+			ps.add(KeyFlowLogs+".trafficType", "use ALL, ACCEPT or REJECT", "unknown flow-log traffic type %q", f.TrafficType)
+		}
+		if !slices.Contains(cloudWatchRetentionDays, f.RetentionDays) {
+			ps.add(KeyFlowLogs+".retentionDays", fmt.Sprintf("use one of CloudWatch Logs' retention periods: %v", cloudWatchRetentionDays),
+				"CloudWatch Logs cannot keep records for %d days", f.RetentionDays)
+		}
+	}
 	zoneKey := KeyAvailabilityZones
 	if !v.Create {
 		zoneKey = KeyPrivateSubnets

@@ -47,7 +47,8 @@ func (r *reader) settings(nodes map[string]*yaml.Node, stack, region string, lin
 
 	existing := nodes[KeyVPCID] != nil
 	if existing {
-		v = VPCSettings{}
+		v = VPCSettings{FlowLogs: v.FlowLogs}
+		v.FlowLogs.Enabled = false // the VPC's owner sets its flow logs, unless the stack asks
 		v.VPCID, _ = r.scalarString(nodes[KeyVPCID], KeyVPCID)
 		for _, key := range []string{KeyVPCCIDR, KeyAvailabilityZones} {
 			if nodes[key] != nil {
@@ -62,6 +63,7 @@ func (r *reader) settings(nodes map[string]*yaml.Node, stack, region string, lin
 			v.PublicSubnets, _ = r.stringMap(n, KeyPublicSubnets, KeyPublicSubnets, lines)
 		}
 		v.AvailabilityZones = sortedKeys(v.PrivateSubnets)
+		v.FlowLogs = r.flowLogs(nodes[KeyFlowLogs], v.FlowLogs, lines)
 		return c, v
 	}
 	for _, key := range []string{KeyPrivateSubnets, KeyPublicSubnets} {
@@ -73,12 +75,38 @@ func (r *reader) settings(nodes map[string]*yaml.Node, stack, region string, lin
 	if n := nodes[KeyVPCCIDR]; n != nil {
 		v.CIDR, _ = r.scalarString(n, KeyVPCCIDR)
 	}
+	v.FlowLogs = r.flowLogs(nodes[KeyFlowLogs], v.FlowLogs, lines)
 	if n := nodes[KeyAvailabilityZones]; n != nil {
 		if l, ok := r.stringList(n, KeyAvailabilityZones, KeyAvailabilityZones, lines); ok {
 			v.AvailabilityZones = l
 		}
 	}
 	return c, v
+}
+
+// flowLogs reads gpucluster:flowLogs over its defaults: {enabled, trafficType, retentionDays}.
+func (r *reader) flowLogs(n *yaml.Node, f FlowLogSettings, lines map[string]int) FlowLogSettings {
+	if n == nil || !r.expectKind(n, yaml.MappingNode, KeyFlowLogs, "a mapping {enabled: true, trafficType: ALL, retentionDays: 90}") {
+		return f
+	}
+	r.eachKey(n, KeyFlowLogs+".", []string{"enabled", "trafficType", "retentionDays"}, func(k string, kn, val *yaml.Node) {
+		lines[KeyFlowLogs+"."+k] = kn.Line
+		switch k {
+		case "enabled":
+			if b, ok := r.scalarBool(val, KeyFlowLogs+".enabled"); ok {
+				f.Enabled = b
+			}
+		case "trafficType":
+			if s, ok := r.scalarString(val, KeyFlowLogs+".trafficType"); ok {
+				f.TrafficType = s
+			}
+		case "retentionDays":
+			if i, ok := r.scalarInt(val, KeyFlowLogs+".retentionDays"); ok {
+				f.RetentionDays = i
+			}
+		}
+	})
+	return f
 }
 
 func (r *reader) scalarBool(v *yaml.Node, key string) (bool, bool) {

@@ -53,7 +53,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion}
+	KeyNVIDIADriverVersion, KeyFlowLogs}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {

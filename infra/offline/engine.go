@@ -180,6 +180,8 @@ func outputs(args pulumi.MockResourceArgs, id string) resource.PropertyMap {
 		set("url", "https://sqs.mock.amazonaws.com/"+MockAccount+"/"+input("name"))
 	case "aws:iam/role:Role":
 		set("arn", "arn:aws:iam::"+MockAccount+":role/"+input("name"))
+	case "aws:cloudwatch/logGroup:LogGroup":
+		set("arn", "arn:aws:logs:mock:"+MockAccount+":log-group:"+input("name"))
 	case "aws:kms/key:Key":
 		set("arn", "arn:aws:kms:mock:"+MockAccount+":key/"+id)
 		set("keyId", id)

@@ -229,7 +229,13 @@ func TestKarpenterController(t *testing.T) {
 	if entry.Input("type") != "EC2_LINUX" {
 		t.Errorf("Karpenter node access entry %v", entry.Inputs)
 	}
-	policy := str(one(t, ev.ofType("aws:iam/rolePolicy:RolePolicy"), "controller policies").Input("policy"))
+	var controllerPolicies []offline.Resource
+	for _, p := range ev.ofType("aws:iam/rolePolicy:RolePolicy") {
+		if p.Input("role") == "karpenter-p5-karpenter" {
+			controllerPolicies = append(controllerPolicies, p)
+		}
+	}
+	policy := str(one(t, controllerPolicies, "controller policies").Input("policy"))
 	for _, want := range []string{`"aws:ResourceTag/kubernetes.io/cluster/karpenter-p5":"owned"`, "placement-group/*", "ec2:DescribePlacementGroups",
 		`"aws:RequestedRegion":"us-west-2"`, "arn:aws:sqs"} {
 		if !strings.Contains(policy, want) {

@@ -73,15 +73,7 @@ func evaluate(t *testing.T, file string) *evaluation {
 	return ev
 }
 
-func (ev *evaluation) ofType(typ string) []offline.Resource {
-	var out []offline.Resource
-	for _, r := range ev.res {
-		if r.Type == typ {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (ev *evaluation) ofType(typ string) []offline.Resource { return ofType(ev.res, typ) }
 
 // poolChildren are the resources parented to a pool's NodePool component.
 func (ev *evaluation) poolChildren(pool, typ string) []offline.Resource {
@@ -458,6 +450,10 @@ func TestExistingVPCIsTaggedNotCreated(t *testing.T) {
 				ngSubnets = r.Input("subnetIds").([]any)
 			}
 		}
+	}
+	// An existing VPC's flow logs are its owner's: none unless the stack asks.
+	if n := len(ofType(engine.Resources(), "aws:ec2/flowLog:FlowLog")); n != 0 {
+		t.Errorf("%d flow logs on an existing VPC by default", n)
 	}
 	if vpcs != 0 || tags != 6 || str(ngSubnets) != "[subnet-0123456789abcdef1]" {
 		t.Errorf("created %d network resources, %d tags, pool subnets %v", vpcs, tags, ngSubnets)

@@ -92,7 +92,8 @@ func TestP5Bundle(t *testing.T) {
 		"32 interfaces on 32 network cards, GPUDirect RDMA", "cluster: EFA pool", "`p2p`", "`net-libfabric-gdrdma`",
 		"3200 of 3200 Gbps per node", "$55.04 per node-hour; $110.08 per hour at 2 node(s)", "```mermaid", "placement group p5-efa-gpu",
 		"host: auto: the al2023-nvidia image runs nv-fabricmanager", "vpc.amazonaws.com/efa: \"32\"", "sizeLimit: 64Gi", "IPC_LOCK",
-		"`endpoint-open`", "us-west-2 prices differ")
+		"`endpoint-open`", "us-west-2 prices differ",
+		"| VPC flow logs | ALL traffic to CloudWatch Logs `/gpucluster/p5-efa/vpc-flow-logs`, kept 90 days (deleted with the stack); $0.50 per GB delivered and $0.03 per GB-month stored")
 	for _, m := range []string{"daemonset-kube-system-nvidia-device-plugin.yaml", "daemonset-kube-system-aws-efa-k8s-device-plugin.yaml"} {
 		mustContain(t, m, read(t, filepath.Join(dir, "manifests", m)), "kind: DaemonSet", "nvidia.com/gpu")
 	}

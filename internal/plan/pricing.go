@@ -35,6 +35,15 @@ var onDemandUSEast1 = map[string]float64{
 	"m7i.large":        0.100800,
 }
 
+// CloudWatch Logs list prices in us-east-1 (Amazon CloudWatch pricing, "Logs": vended logs
+// delivered to CloudWatch Logs, first 10 TB a month; storage, compressed): what VPC flow logs cost.
+// No Go module the build holds publishes them, so they are quoted here with their source.
+const (
+	FlowLogDeliveryUSDPerGB     = 0.50
+	FlowLogStorageUSDPerGBMonth = 0.03
+	FlowLogPriceSource          = "Amazon CloudWatch pricing, Logs: vended logs delivered to CloudWatch Logs (first 10 TB), us-east-1 list prices"
+)
+
 // OnDemand returns the us-east-1 on-demand price of an instance type.
 func OnDemand(instanceType string) Price {
 	p, ok := onDemandUSEast1[instanceType]

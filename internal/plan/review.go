@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/podtemplate"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
@@ -41,6 +42,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	w("| Cluster | `%s`, EKS %s, private endpoint%s |\n", s.Cluster.Name, s.Cluster.KubernetesVersion, publicEndpoint(s.Cluster))
 	w("| VPC | %s |\n", vpcLine(s.VPC))
 	w("| System nodes | %d × %s (untainted: CoreDNS, controllers) |\n", s.Cluster.SystemNodes.Count, s.Cluster.SystemNodes.InstanceType)
+	w("| VPC flow logs | %s |\n", flowLogLine(s))
 	w("| GPU pools | %d |\n", len(s.Pools))
 	w("| Resources | %d registered (%s) |\n", len(r.Resources), resourceMix(r.Resources))
 	w("| On-demand cost | %s per hour after `pulumi up`, %s per hour at every pool's maximum (%s) |\n", atDeploy, atMost, priceNote(s.Region))
@@ -181,6 +183,24 @@ func publicEndpoint(c topology.ClusterSettings) string {
 		return " only"
 	}
 	return ", public from " + strings.Join(c.PublicAccessCIDRs, ", ")
+}
+
+// flowLogLine says what the VPC's flow logs record and cost: per GB, since their volume follows
+// the number of flows (every connection, every 10-minute interval), which no plan can know.
+func flowLogLine(s topology.StackSpec) string {
+	f := s.VPC.FlowLogs
+	if !f.Enabled {
+		if s.VPC.Create {
+			return "off (`gpucluster:flowLogs.enabled: false`): no record of the VPC's traffic"
+		}
+		return "not set by gpucluster: the existing VPC's owner configures them"
+	}
+	note := fmt.Sprintf("%s traffic to CloudWatch Logs `%s`, kept %d days (deleted with the stack); $%.2f per GB delivered and $%.2f per GB-month stored (%s)",
+		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, FlowLogDeliveryUSDPerGB, FlowLogStorageUSDPerGBMonth, FlowLogPriceSource)
+	if s.Region != PriceRegion {
+		note += "; " + s.Region + " prices differ"
+	}
+	return note + "; volume grows with the number of flows, not their bytes"
 }
 
 func vpcLine(v topology.VPCSettings) string {

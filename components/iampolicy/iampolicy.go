@@ -1,0 +1,51 @@
+// Package iampolicy writes the IAM policy documents the components attach, typed, so that a
+// grant reads as Go and not as a JSON string, and holds the ARN partition of a region. It is the
+// small shared piece the components need from IAM; they do not import each other for it.
+package iampolicy
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Document is an IAM policy document.
+type Document struct {
+	Version   string      `json:"Version"`
+	Statement []Statement `json:"Statement"`
+}
+
+// Statement is one statement of a Document.
+type Statement struct {
+	Sid       string                    `json:"Sid,omitempty"`
+	Effect    string                    `json:"Effect"`
+	Principal any                       `json:"Principal,omitempty"`
+	Action    []string                  `json:"Action"`
+	Resource  any                       `json:"Resource,omitempty"` // absent in trust policies
+	Condition map[string]map[string]any `json:"Condition,omitempty"`
+}
+
+// New is a document of the current policy language version.
+func New(statements ...Statement) Document {
+	return Document{Version: "2012-10-17", Statement: statements}
+}
+
+func (d Document) String() string {
+	b, _ := json.Marshal(d) // plain data: cannot fail
+	return string(b)
+}
+
+// ServiceTrust lets an AWS service assume a role (its trust policy).
+func ServiceTrust(service string) Document {
+	return New(Statement{Effect: "Allow", Principal: map[string]any{"Service": service}, Action: []string{"sts:AssumeRole"}})
+}
+
+// Partition is the ARN partition of a region ("aws", "aws-us-gov", "aws-cn").
+func Partition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	}
+	return "aws"
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -488,10 +489,13 @@ func runCapturing(t *testing.T, engine *offline.Engine, fn pulumi.RunFunc) (map[
 	var outs map[string]pulumi.Output
 	values := map[string]any{}
 	var mu sync.Mutex
+	var resolved sync.WaitGroup
 	exported = func(o map[string]pulumi.Output) {
 		outs = o
 		for k, v := range o {
+			resolved.Add(1)
 			v.ApplyT(func(x any) any {
+				defer resolved.Done()
 				mu.Lock()
 				defer mu.Unlock()
 				values[k] = x
@@ -501,7 +505,21 @@ func runCapturing(t *testing.T, engine *offline.Engine, fn pulumi.RunFunc) (map[
 	}
 	defer func() { exported = func(map[string]pulumi.Output) {} }()
 	err := engine.Run(fn)
-	return outs, values, err
+	if err != nil {
+		return outs, values, err
+	}
+	// Outputs built from plain maps resolve outside the context's bookkeeping: Run may return
+	// before their callbacks ran. Wait for every one (bounded: a hang is a failure, not a wait).
+	done := make(chan struct{})
+	go func() { resolved.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("stack outputs never resolved")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return outs, values, nil
 }
 
 func TestRunExportsTheOutputs(t *testing.T) {

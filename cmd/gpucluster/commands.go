@@ -52,7 +52,7 @@ func cmdProfiles(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d x %s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n",
 			name, s.Instance.Name, s.Instance.GPUCount, strings.TrimPrefix(s.Instance.GPUModel, "NVIDIA "),
-			nodeRange(s.Scaling), s.Network.Fabric, s.Network.EFAInterfaces, s.Placement.Strategy,
+			s.Scaling.String(), s.Network.Fabric, s.Network.EFAInterfaces, s.Placement.Strategy,
 			s.TrainingPod.PodsPerNode, s.Provisioner, s.NCCL.IntraNode.Class, s.NCCL.InterNode.Class)
 	}
 	tw.Flush()
@@ -131,11 +131,4 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 		return 1
 	}
 	return 0
-}
-
-func nodeRange(s topology.Scaling) string {
-	if s.MinNodes == s.MaxNodes {
-		return fmt.Sprint(s.MaxNodes)
-	}
-	return fmt.Sprintf("%d-%d", s.MinNodes, s.MaxNodes)
 }

@@ -20,7 +20,7 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 		fmt.Fprintf(w, "  %s\n", s.Description)
 	}
 	line("instance", "%s: %d x %s %d GB, %d vCPU, %d GiB, %s", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, it.InterconnectDescription())
-	line("nodes", "%s (%s), capacity %s%s, AMI %s%s", nodeRange(s.Scaling), s.Provisioner, s.Capacity.Type,
+	line("nodes", "%s (%s), capacity %s%s, AMI %s%s", s.Scaling.String(), s.Provisioner, s.Capacity.Type,
 		prefixed(" ", s.Capacity.ReservationID), s.AMI.Family, prefixed(" ", s.AMI.ID))
 	if s.Provisioner == topology.ProvisionerKarpenter {
 		line("gpu limit", "%d GPUs", s.Scaling.GPULimit)

@@ -1,7 +1,7 @@
 package karpenter
 
 import (
-	"encoding/json"
+	"github.com/gpucluster/gpucluster/components/jsonmap"
 	"strconv"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -206,7 +206,7 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	if err := ctx.RegisterComponentResourceV2("gpucluster:index:KarpenterPool", name, pulumi.Map{"pool": pulumi.String(a.Spec.Name)}, p, opts...); err != nil {
 		return nil, err
 	}
-	objName := a.Cluster + "-" + a.Spec.Name
+	objName := topology.PoolResourceName(a.Cluster, a.Spec.Name)
 	// After the controller on create; before it on destroy, so Karpenter still runs to
 	// terminate the pool's instances when its NodePool goes.
 	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn([]pulumi.Resource{a.Controller.Chart})}
@@ -235,11 +235,4 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{"nodePoolName": p.NodePoolName})
 }
 
-func asMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(b, &m)
-}
+var asMap = jsonmap.Of

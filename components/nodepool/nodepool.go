@@ -4,8 +4,8 @@
 package nodepool
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/gpucluster/gpucluster/components/jsonmap"
 
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	awseks "github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
@@ -41,9 +41,7 @@ type NodePool struct {
 	NodeGroupName      pulumi.StringOutput `pulumi:"nodeGroupName"`      // "" for Karpenter pools
 }
 
-// Names are deterministic so that Karpenter's EC2NodeClass can select the group by name and a
-// reviewer can find every resource: "<cluster>-<pool>".
-func resourceName(cluster, pool string) string { return cluster + "-" + pool }
+var resourceName = topology.PoolResourceName
 
 // New creates the pool's AWS resources.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*NodePool, error) {
@@ -191,13 +189,6 @@ var taintEffect = map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "N
 // asInput records the derived spec as the component's input, so state and the offline plan show
 // what every pool was derived to.
 func asInput(spec topology.PoolSpec) (pulumi.Input, error) {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return pulumi.ToMap(m), nil
+	m, err := jsonmap.Of(spec)
+	return pulumi.ToMap(m), err
 }

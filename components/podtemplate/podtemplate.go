@@ -3,7 +3,7 @@
 package podtemplate
 
 import (
-	"encoding/json"
+	"github.com/gpucluster/gpucluster/components/jsonmap"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -63,11 +63,4 @@ func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
 }
 
 // AsMap is the template as plain JSON values, for a stack output.
-func AsMap(t corev1.PodTemplateSpec) (map[string]any, error) {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(b, &m)
-}
+func AsMap(t corev1.PodTemplateSpec) (map[string]any, error) { return jsonmap.Of(t) }

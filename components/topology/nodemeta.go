@@ -53,8 +53,21 @@ func poolTolerations(p Profile) []Toleration {
 	return append([]Toleration{gpuToleration}, p.Tolerations...)
 }
 
-// sortedKeys returns a map's keys in order: output and error reports never depend on map order.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+func sortedKeys[V any](m map[string]V) []string { return SortedKeys(m) }
+
+// PoolResourceName names every AWS and Kubernetes object of a pool: "<cluster>-<pool>" (node
+// group, launch template, placement group, EC2NodeClass, NodePool), deterministic so that an
+// EC2NodeClass selects its placement group by name and a reviewer finds each. The cluster and
+// pool name limits keep it within EKS's 63 characters.
+func PoolResourceName(cluster, pool string) string { return cluster + "-" + pool }
+
+// Tags are the ownership tags gpucluster puts on every AWS resource of a stack.
+func (s StackSpec) Tags() map[string]string {
+	return map[string]string{TagCluster: s.Cluster.Name, TagStack: s.Stack}
+}
+
+// SortedKeys returns a map's keys in order: output and reports never depend on map order.
+func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // IMDSHopLimit is the instance metadata PUT response hop limit of every node (launch templates
 // and Karpenter's EC2NodeClass alike). 1 keeps IMDSv2 tokens, and so the node role's credentials,

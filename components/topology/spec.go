@@ -1,5 +1,7 @@
 package topology
 
+import "fmt"
+
 // The derived cluster spec: everything the Pulumi components and the review need, decided here
 // and nowhere else. JSON field names are lowerCamelCase and documented in README.md; they are a
 // stable interface (plan.json, `gpucluster profile --json`).
@@ -57,6 +59,14 @@ type Scaling struct {
 	MaxNodes     int `json:"maxNodes"`
 	DesiredNodes int `json:"desiredNodes"`
 	GPULimit     int `json:"gpuLimit"`
+}
+
+// String is the node count as people read it: "4", or "0-3" for a range.
+func (s Scaling) String() string {
+	if s.MinNodes == s.MaxNodes {
+		return fmt.Sprint(s.MaxNodes)
+	}
+	return fmt.Sprintf("%d-%d", s.MinNodes, s.MaxNodes)
 }
 
 // CapacitySpec says how instances are bought.

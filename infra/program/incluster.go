@@ -23,7 +23,7 @@ type InCluster struct {
 // provider bound to the new cluster's kubeconfig.
 func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	spec := d.Spec
-	tags := map[string]string{TagCluster: spec.Cluster.Name, TagStack: spec.Stack}
+	tags := spec.Tags()
 	in := &InCluster{KarpenterPools: map[string]*karpenter.Pool{}}
 	var err error
 	// The provider takes the kubeconfig as pulumi-eks writes it: it carries no credential (it runs
@@ -60,9 +60,9 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		}
 		placementGroup := ""
 		if pool.Placement.Strategy != topology.PlacementNone {
-			placementGroup = spec.Cluster.Name + "-" + pool.Name // the NodePool component's deterministic name
+			placementGroup = topology.PoolResourceName(spec.Cluster.Name, pool.Name) // the NodePool component's group
 		}
-		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, spec.Cluster.Name+"-"+pool.Name+"-karpenter", karpenter.PoolArgs{
+		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name)+"-karpenter", karpenter.PoolArgs{
 			Spec: pool, Cluster: spec.Cluster.Name, NodeRoleName: in.Karpenter.NodeRoleName, PlacementGroupName: placementGroup,
 			Tags: tags, Controller: in.Karpenter, K8s: in.Provider,
 		}, pulumi.DependsOn([]pulumi.Resource{d.Pools[pool.Name]}))

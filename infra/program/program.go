@@ -124,7 +124,7 @@ const (
 
 // Build creates every AWS resource of a derived stack.
 func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
-	tags := map[string]string{TagCluster: spec.Cluster.Name, TagStack: spec.Stack}
+	tags := spec.Tags()
 	d := &Deployment{Spec: spec, Pools: map[string]*nodepool.NodePool{}, PodTemplates: map[string]map[string]any{}}
 	var err error
 	d.Network, err = network.New(ctx, spec.Cluster.Name, network.Args{ClusterName: spec.Cluster.Name, Settings: spec.VPC, Tags: tags})
@@ -143,7 +143,7 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pool.Name, err)
 		}
-		np, err := nodepool.New(ctx, spec.Cluster.Name+"-"+pool.Name, nodepool.Args{
+		np, err := nodepool.New(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name), nodepool.Args{
 			Spec: pool, ClusterName: d.Cluster.Name, ClusterSettings: spec.Cluster, VpcID: d.Network.VpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: d.Cluster.NodeSecurityGroupID, NodeRoleARN: d.Cluster.NodeRoleARN,
 			Endpoint: d.Cluster.Endpoint, CertificateAuthority: d.Cluster.CertificateAuthority, Tags: tags,

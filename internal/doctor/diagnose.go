@@ -164,7 +164,7 @@ func commReport(c *Comm) CommReport {
 		return a.Transport < b.Transport
 	})
 	best := map[string]int{}
-	for _, key := range sortedKeys(c.Edges) {
+	for _, key := range topology.SortedKeys(c.Edges) {
 		where, via, _ := strings.Cut(key, "|")
 		conn := Connection{Where: where + "-node", Transport: via, Class: classify(via), Count: c.Edges[key]}
 		cr.Connections = append(cr.Connections, conn)

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Topo is an `nvidia-smi topo -m` matrix: the link between every GPU pair and each GPU's CPU and
@@ -131,10 +131,8 @@ func (t *Topo) Summary() string {
 		kinds[kind]++
 	}
 	var parts []string
-	for _, k := range sortedKeys(kinds) {
+	for _, k := range topology.SortedKeys(kinds) {
 		parts = append(parts, fmt.Sprintf("%d × %s", kinds[k], k))
 	}
 	return fmt.Sprintf("%d GPUs, %d pairs (%s), %d can use P2P", len(t.GPUs), t.Pairs, strings.Join(parts, ", "), t.P2PPairs)
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

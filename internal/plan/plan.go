@@ -6,10 +6,8 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -176,5 +174,3 @@ func yamlDoc(v any) ([]byte, error) {
 	}
 	return []byte(sb.String()), enc.Close()
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -121,7 +121,7 @@ func TestKarpenterBundle(t *testing.T) {
 		"placementGroupSelector:", "name: karpenter-p5-gpu", "interfaceType: efa-only", "role: karpenter-p5-karpenter-node", "alias: al2023@v20250915")
 	mustContain(t, "NodePool", read(t, filepath.Join(dir, "manifests", "nodepool-karpenter-p5-gpu.yaml")),
 		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never")
-	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0 to 4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")
 }
 
 func TestTwoRunsAreByteIdentical(t *testing.T) {

@@ -84,7 +84,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	}
 	w("| | |\n|---|---|\n")
 	w("| Instance | %s: %d × %s %d GB, %d vCPU, %d GiB, %d × %d GB NVMe |\n", it.Name, it.GPUCount, it.GPUModel, it.GPUMemoryGiB, it.VCPUs, it.MemoryGiB, it.LocalNVMeDisk, it.LocalNVMeGB)
-	w("| Nodes | %s (%s), %d GPUs at most |\n", nodeRange(p.Scaling), p.Provisioner, p.Scaling.GPULimit)
+	w("| Nodes | %s (%s), %d GPUs at most |\n", p.Scaling.String(), p.Provisioner, p.Scaling.GPULimit)
 	w("| Zone | %s |\n", strings.Join(p.AvailabilityZones, ", "))
 	w("| Interconnect | %s |\n", it.InterconnectDescription())
 	w("| EFA | %s |\n", efaLine(p))
@@ -117,7 +117,7 @@ func diagram(s topology.StackSpec) string {
 	for _, p := range s.Pools {
 		group := "no placement group"
 		if p.Placement.Strategy != topology.PlacementNone {
-			group = fmt.Sprintf("%s placement group %s-%s", p.Placement.Strategy, s.Cluster.Name, p.Name)
+			group = fmt.Sprintf("%s placement group %s", p.Placement.Strategy, topology.PoolResourceName(s.Cluster.Name, p.Name))
 		}
 		fmt.Fprintf(&b, "    subgraph %s[\"pool %s: %s, %s, %s\"]\n", id("pool", p.Name), p.Name, p.Instance.Name, group, strings.Join(p.AvailabilityZones, ","))
 		nodes := max(p.Scaling.MaxNodes, 1)
@@ -217,17 +217,10 @@ func resourceMix(rs []offline.Resource) string {
 		counts[pkg]++
 	}
 	var parts []string
-	for _, k := range sortedKeys(counts) {
+	for _, k := range topology.SortedKeys(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func nodeRange(s topology.Scaling) string {
-	if s.MinNodes == s.MaxNodes {
-		return fmt.Sprint(s.MaxNodes)
-	}
-	return fmt.Sprintf("%d to %d", s.MinNodes, s.MaxNodes)
 }
 
 func efaLine(p topology.PoolSpec) string {

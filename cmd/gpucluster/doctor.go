@@ -136,6 +136,12 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s %s\n  seen:  %s\n  cause: %s\n  fix:   %s\n", strings.ToUpper(f.Severity), f.Code, f.Evidence, f.Cause, f.Fix)
 	}
+	if len(r.NCCLWarnings) > 0 {
+		fmt.Fprintf(w, "\nNCCL warnings:\n")
+		for _, warn := range r.NCCLWarnings {
+			fmt.Fprintf(w, "  %s\n", warn)
+		}
+	}
 	for _, c := range r.CutLines {
 		fmt.Fprintf(w, "\nnot read: line %d is over 1 MiB; its last %d bytes were not read\n", c.Line, c.BytesCut)
 	}

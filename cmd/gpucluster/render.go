@@ -25,7 +25,7 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	if s.Provisioner == topology.ProvisionerKarpenter {
 		line("gpu limit", "%d GPUs", s.Scaling.GPULimit)
 	}
-	zones := "chosen by the network layer"
+	zones := "the VPC's first zone, when a stack uses the profile"
 	if len(s.AvailabilityZones) > 0 {
 		zones = strings.Join(s.AvailabilityZones, ", ")
 	}

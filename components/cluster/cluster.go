@@ -96,15 +96,17 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		cidrs = nil
 	}
 	c.EKS, err = eks.NewCluster(ctx, name, &eks.ClusterArgs{
-		Name:                            pulumi.String(s.Name),
-		Version:                         pulumi.String(s.KubernetesVersion),
-		VpcId:                           args.VpcID,
-		PrivateSubnetIds:                args.PrivateSubnetIDs,
-		PublicSubnetIds:                 args.PublicSubnetIDs,
-		SkipDefaultNodeGroup:            pulumi.BoolRef(true),
-		NodeAssociatePublicIpAddress:    pulumi.BoolRef(false),
-		UseDefaultVpcCni:                pulumi.BoolRef(true), // EKS's vpc-cni; no kubectl needed at deploy time
-		CreateOidcProvider:              pulumi.Bool(true),
+		Name:                         pulumi.String(s.Name),
+		Version:                      pulumi.String(s.KubernetesVersion),
+		VpcId:                        args.VpcID,
+		PrivateSubnetIds:             args.PrivateSubnetIDs,
+		PublicSubnetIds:              args.PublicSubnetIDs,
+		SkipDefaultNodeGroup:         pulumi.BoolRef(true),
+		NodeAssociatePublicIpAddress: pulumi.BoolRef(false),
+		UseDefaultVpcCni:             pulumi.BoolRef(true), // EKS's vpc-cni; no kubectl needed at deploy time
+		// No IAM OIDC provider: nothing uses IRSA (the Karpenter controller uses EKS Pod
+		// Identity), and an unused provider is one more identity AWS will trust.
+		CreateOidcProvider:              pulumi.Bool(false),
 		AuthenticationMode:              &authMode,
 		AccessEntries:                   entries,
 		EncryptionConfigKeyArn:          key.Arn,

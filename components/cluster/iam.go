@@ -7,10 +7,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/iampolicy"
 )
 
-// NodePolicies are exactly the AWS managed policies an EKS node needs (EKS user guide, "Amazon
-// EKS node IAM role"): join the cluster, pull images from ECR, and let the VPC CNI manage ENIs.
-// Nothing else: SSM, CloudWatch or S3 access are workload concerns, granted per pod.
-var NodePolicies = []string{"AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy"}
+// NodePolicies are the managed policies of every node role.
+var NodePolicies = iampolicy.NodePolicies
 
 // Partition is the ARN partition of a region.
 var Partition = iampolicy.Partition
@@ -25,13 +23,6 @@ func nodeRole(ctx *pulumi.Context, name, clusterName, region string, tags pulumi
 	if err != nil {
 		return nil, err
 	}
-	for _, policy := range NodePolicies {
-		if _, err := iam.NewRolePolicyAttachment(ctx, name+"-node-"+policy, &iam.RolePolicyAttachmentArgs{
-			Role:      role.Name,
-			PolicyArn: pulumi.String("arn:" + Partition(region) + ":iam::aws:policy/" + policy),
-		}, opts...); err != nil {
-			return nil, err
-		}
-	}
-	return role, nil
+	_, err = iampolicy.AttachNodePolicies(ctx, name+"-node", role.Name, Partition(region), opts...)
+	return role, err
 }

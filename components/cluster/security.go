@@ -5,7 +5,7 @@ import (
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/vpc"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/gpucluster/gpucluster/components/network"
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // securityGroups are the control plane's additional group and the group every node carries.
@@ -45,7 +45,7 @@ func newSecurityGroups(ctx *pulumi.Context, name, clusterName string, vpcID pulu
 		return nil, err
 	}
 	// Karpenter's EC2NodeClass finds the node group by this tag.
-	node, err := group("node", "every node of "+clusterName, map[string]string{network.TagKarpenterDiscovery: clusterName})
+	node, err := group("node", "every node of "+clusterName, map[string]string{topology.TagKarpenterDiscovery: clusterName})
 	if err != nil {
 		return nil, err
 	}

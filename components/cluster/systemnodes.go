@@ -13,7 +13,7 @@ import (
 )
 
 // SystemPool is the pool label value of the system node group.
-const SystemPool = "system"
+const SystemPool = topology.SystemPool
 
 // systemNodeGroup runs what must not wait for a GPU node: CoreDNS, the Karpenter controller,
 // the metrics and load-balancer controllers. It is untainted and shares the node security group.
@@ -32,7 +32,7 @@ func systemNodeGroup(ctx *pulumi.Context, name string, s topology.ClusterSetting
 	}
 	return awseks.NewNodeGroup(ctx, name+"-system", &awseks.NodeGroupArgs{
 		ClusterName:   c.Name,
-		NodeGroupName: pulumi.String(s.Name + "-" + SystemPool),
+		NodeGroupName: pulumi.String(topology.PoolResourceName(s.Name, SystemPool)),
 		NodeRoleArn:   c.NodeRoleARN,
 		SubnetIds:     subnets,
 		AmiType:       pulumi.String("AL2023_x86_64_STANDARD"),

@@ -49,7 +49,10 @@ func NewNVIDIA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resou
 // pool's taints), which eksctl's copy does not, so it lands on tainted GPU nodes.
 func NewEFA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Plugin, error) {
 	pools := selectPools(args.Pools, func(p topology.PoolSpec) bool { return p.InCluster.EFADevicePlugin.Deploy })
-	selector := map[string]string{topology.LabelEFA: "true"}
+	var selector map[string]string // the spec's: every EFA pool selects its EFA nodes alike
+	if len(pools) > 0 {
+		selector = pools[0].InCluster.EFANodeSelector
+	}
 	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), pools, selector, opts...)
 }
 

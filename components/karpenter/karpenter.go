@@ -13,7 +13,6 @@ import (
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/iampolicy"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -111,12 +110,8 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	if err != nil {
 		return nil, err
 	}
-	for _, policy := range cluster.NodePolicies {
-		if _, err := iam.NewRolePolicyAttachment(ctx, name+"-node-"+policy, &iam.RolePolicyAttachmentArgs{
-			Role: nodeRole.Name, PolicyArn: pulumi.String("arn:" + partition + ":iam::aws:policy/" + policy),
-		}, child); err != nil {
-			return nil, err
-		}
+	if _, err := iampolicy.AttachNodePolicies(ctx, name+"-node", nodeRole.Name, partition, child); err != nil {
+		return nil, err
 	}
 	if _, err := awseks.NewAccessEntry(ctx, name+"-node", &awseks.AccessEntryArgs{
 		ClusterName: args.ClusterName, PrincipalArn: nodeRole.Arn, Type: pulumi.String("EC2_LINUX"), Tags: tags,
@@ -160,7 +155,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			"settings":       pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name},
 			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
 			// The controller runs on the system nodes: never on a node it manages.
-			"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(cluster.SystemPool)},
+			"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)},
 			"controller": pulumi.Map{"resources": pulumi.Map{
 				"requests": pulumi.Map{"cpu": pulumi.String("500m"), "memory": pulumi.String("512Mi")},
 				"limits":   pulumi.Map{"memory": pulumi.String("1Gi")},

@@ -1,6 +1,7 @@
 package karpenter
 
 import (
+	"fmt"
 	"github.com/gpucluster/gpucluster/components/jsonmap"
 	"strconv"
 
@@ -9,33 +10,27 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
-
-// AL2023Alias pins the EKS AL2023 image Karpenter launches: release v20250915, the first with
-// containerd 2.1 for Kubernetes 1.34 and on the NVIDIA 570 driver branch (amazon-eks-ami#2470).
-// Karpenter picks the image's NVIDIA variant for GPU instance types.
-const AL2023Alias = "al2023@v20250915"
 
 // The EC2NodeClass and NodePool fields gpucluster writes (karpenter.k8s.aws/v1, karpenter.sh/v1).
 // Karpenter's own Go types are not imported: their packages pull client-go's whole scheme and
 // Karpenter's cloud provider. The tests create these objects in a kube-apiserver with the real
 // v1.14.1 CRDs and strict field validation, so a field the schema does not know is an error.
 type ec2NodeClassSpec struct {
-	Role                             string                  `json:"role"`
-	AMIFamily                        string                  `json:"amiFamily,omitempty"`
-	AMISelectorTerms                 []map[string]string     `json:"amiSelectorTerms"`
-	SubnetSelectorTerms              []tagTerm               `json:"subnetSelectorTerms"`
-	SecurityGroupSelectorTerms       []tagTerm               `json:"securityGroupSelectorTerms"`
-	PlacementGroupSelector           *placementGroupSelector `json:"placementGroupSelector,omitempty"`
-	NetworkInterfaces                []networkInterface      `json:"networkInterfaces"`
-	CapacityReservationSelectorTerms []map[string]string     `json:"capacityReservationSelectorTerms,omitempty"`
-	AssociatePublicIPAddress         bool                    `json:"associatePublicIPAddress"`
-	BlockDeviceMappings              []blockDeviceMapping    `json:"blockDeviceMappings"`
-	MetadataOptions                  metadataOptions         `json:"metadataOptions"`
-	InstanceStorePolicy              string                  `json:"instanceStorePolicy"`
-	Tags                             map[string]string       `json:"tags"`
+	Role                             string                   `json:"role"`
+	AMIFamily                        string                   `json:"amiFamily,omitempty"`
+	AMISelectorTerms                 []map[string]string      `json:"amiSelectorTerms"`
+	SubnetSelectorTerms              []tagTerm                `json:"subnetSelectorTerms"`
+	SecurityGroupSelectorTerms       []tagTerm                `json:"securityGroupSelectorTerms"`
+	PlacementGroupSelector           *placementGroupSelector  `json:"placementGroupSelector,omitempty"`
+	NetworkInterfaces                []networkInterface       `json:"networkInterfaces"`
+	CapacityReservationSelectorTerms []map[string]string      `json:"capacityReservationSelectorTerms,omitempty"`
+	AssociatePublicIPAddress         bool                     `json:"associatePublicIPAddress"`
+	BlockDeviceMappings              []blockDeviceMapping     `json:"blockDeviceMappings"`
+	MetadataOptions                  topology.MetadataOptions `json:"metadataOptions"`
+	InstanceStorePolicy              string                   `json:"instanceStorePolicy"`
+	Tags                             map[string]string        `json:"tags"`
 }
 
 type tagTerm struct {
@@ -63,12 +58,6 @@ type ebs struct {
 	VolumeType          string `json:"volumeType"`
 	Encrypted           bool   `json:"encrypted"`
 	DeleteOnTermination bool   `json:"deleteOnTermination"`
-}
-
-type metadataOptions struct {
-	HTTPEndpoint            string `json:"httpEndpoint"`
-	HTTPTokens              string `json:"httpTokens"`
-	HTTPPutResponseHopLimit int    `json:"httpPutResponseHopLimit"`
 }
 
 type nodePoolSpec struct {
@@ -132,31 +121,27 @@ type Pool struct {
 	NodePoolName pulumi.StringOutput `pulumi:"nodePoolName"`
 }
 
-// Capacity types of a NodePool requirement (karpenter.sh/capacity-type).
-var capacityType = map[topology.CapacityType]string{
-	topology.CapacityOnDemand: "on-demand", topology.CapacitySpot: "spot",
-	topology.CapacityODCR: "reserved", topology.CapacityCapacityBlock: "reserved",
-}
-
 // nodeClassSpec translates the pool's spec into its EC2NodeClass.
 func nodeClassSpec(a PoolArgs, role string) ec2NodeClassSpec {
 	s := a.Spec
 	nc := ec2NodeClassSpec{
 		Role:                       role,
-		SubnetSelectorTerms:        []tagTerm{{Tags: map[string]string{network.TagKarpenterDiscovery: a.Cluster, network.TagZone: s.AvailabilityZones[0]}}},
-		SecurityGroupSelectorTerms: []tagTerm{{Tags: map[string]string{network.TagKarpenterDiscovery: a.Cluster}}},
+		SubnetSelectorTerms:        []tagTerm{{Tags: map[string]string{topology.TagKarpenterDiscovery: a.Cluster, topology.TagZone: s.AvailabilityZones[0]}}},
+		SecurityGroupSelectorTerms: []tagTerm{{Tags: map[string]string{topology.TagKarpenterDiscovery: a.Cluster}}},
 		AssociatePublicIPAddress:   false,
-		BlockDeviceMappings: []blockDeviceMapping{{DeviceName: "/dev/xvda", RootVolume: true,
-			EBS: ebs{VolumeSize: "200Gi", VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}},
-		MetadataOptions:     metadataOptions{HTTPEndpoint: "enabled", HTTPTokens: "required", HTTPPutResponseHopLimit: topology.IMDSHopLimit},
-		InstanceStorePolicy: "RAID0",
-		Tags:                a.Tags,
+		MetadataOptions:            topology.NodeMetadata,
+		InstanceStorePolicy:        s.Storage.InstanceStore,
+		Tags:                       a.Tags,
+	}
+	for _, v := range s.Storage.Volumes {
+		nc.BlockDeviceMappings = append(nc.BlockDeviceMappings, blockDeviceMapping{DeviceName: v.Device, RootVolume: v.Root,
+			EBS: ebs{VolumeSize: fmt.Sprintf("%dGi", v.SizeGiB), VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}})
 	}
 	switch s.AMI.Family {
 	case topology.AMICustom:
 		nc.AMIFamily, nc.AMISelectorTerms = "AL2023", []map[string]string{{"id": s.AMI.ID}}
 	default:
-		nc.AMISelectorTerms = []map[string]string{{"alias": AL2023Alias}}
+		nc.AMISelectorTerms = []map[string]string{{"alias": s.AMI.KarpenterAlias}}
 	}
 	if len(s.Network.EFASecurityGroup) > 0 {
 		nc.SecurityGroupSelectorTerms = append(nc.SecurityGroupSelectorTerms,
@@ -183,7 +168,7 @@ func nodePool(a PoolArgs, name string) nodePoolSpec {
 		NodeClassRef: nodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: name},
 		Requirements: []requirement{
 			{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{s.Instance.Name}},
-			{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{capacityType[s.Capacity.Type]}},
+			{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{s.Capacity.KarpenterType}},
 			{Key: "topology.kubernetes.io/zone", Operator: "In", Values: s.AvailabilityZones},
 		},
 		Taints: s.Taints,

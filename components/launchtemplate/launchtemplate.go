@@ -10,12 +10,13 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// Metadata requires IMDSv2 tokens, within topology.IMDSHopLimit hops of the node.
+// Metadata is the core's node metadata options (IMDSv2 only, one hop).
 func Metadata() ec2.LaunchTemplateMetadataOptionsArgs {
+	m := topology.NodeMetadata
 	return ec2.LaunchTemplateMetadataOptionsArgs{
-		HttpEndpoint:            pulumi.String("enabled"),
-		HttpTokens:              pulumi.String("required"),
-		HttpPutResponseHopLimit: pulumi.Int(topology.IMDSHopLimit),
+		HttpEndpoint:            pulumi.String(m.HTTPEndpoint),
+		HttpTokens:              pulumi.String(m.HTTPTokens),
+		HttpPutResponseHopLimit: pulumi.Int(m.HopLimit),
 	}
 }
 

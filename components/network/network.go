@@ -13,12 +13,9 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// Discovery tags. Karpenter's EC2NodeClass selects subnets and security groups by the first;
-// the AWS Load Balancer Controller picks subnets by the role tags.
+// The AWS Load Balancer Controller picks subnets by these role tags (Karpenter's discovery tags
+// are the core's: topology.TagKarpenterDiscovery, topology.TagZone).
 const (
-	TagKarpenterDiscovery = "karpenter.sh/discovery"
-	// TagZone lets a pool's EC2NodeClass select the private subnet of its own zone by tag.
-	TagZone        = "gpucluster.io/zone"
 	tagELB         = "kubernetes.io/role/elb"
 	tagInternalELB = "kubernetes.io/role/internal-elb"
 )
@@ -178,7 +175,7 @@ func (n *Network) create(ctx *pulumi.Context, name string, args Args, child pulu
 			VpcId: vpc.ID(), CidrBlock: pulumi.String(privateCIDRs[i]), AvailabilityZone: pulumi.String(zone),
 			MapPublicIpOnLaunch: pulumi.Bool(false),
 			Tags: tags(map[string]string{"Name": args.ClusterName + "-private-" + zone, tagInternalELB: "1", clusterTag: "shared",
-				TagKarpenterDiscovery: args.ClusterName, TagZone: zone}),
+				topology.TagKarpenterDiscovery: args.ClusterName, topology.TagZone: zone}),
 		}, child)
 		if err != nil {
 			return nil, err
@@ -202,9 +199,9 @@ func (n *Network) adopt(ctx *pulumi.Context, name string, args Args, child pulum
 		id := s.PrivateSubnets[zone]
 		n.private[zone] = pulumi.String(id).ToStringOutput()
 		for _, tag := range []struct{ short, key, value string }{
-			{"karpenter", TagKarpenterDiscovery, args.ClusterName},
+			{"karpenter", topology.TagKarpenterDiscovery, args.ClusterName},
 			{"cluster", "kubernetes.io/cluster/" + args.ClusterName, "shared"},
-			{"zone", TagZone, zone},
+			{"zone", topology.TagZone, zone},
 		} {
 			key, value := tag.key, tag.value
 			if _, err := ec2.NewTag(ctx, fmt.Sprintf("%s-%s-%s", name, zone, tag.short), &ec2.TagArgs{

@@ -8,10 +8,6 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// rootVolumeGiB holds the OS, container images (training images are often 10-30 GB) and logs;
-// data lives on the RAID0 of the instance-store NVMe disks.
-const rootVolumeGiB = 200
-
 // newLaunchTemplate builds the pool's launch template: the derived network interfaces (every one
 // with the node and EFA security groups, none with a public IP), the placement group, IMDSv2,
 // an encrypted root volume, user data and the capacity reservation. It never names a subnet: a
@@ -34,14 +30,13 @@ func newLaunchTemplate(ctx *pulumi.Context, name, base string, spec topology.Poo
 		Description:       pulumi.String(spec.Description),
 		NetworkInterfaces: nics,
 		MetadataOptions:   launchtemplate.Metadata(),
-		TagSpecifications: launchtemplate.Tags(pulumi.ToStringMap(tags)),
-		Tags:              pulumi.ToStringMap(tags),
+		// Filled from the spec's storage below.
+		BlockDeviceMappings: ec2.LaunchTemplateBlockDeviceMappingArray{},
+		TagSpecifications:   launchtemplate.Tags(pulumi.ToStringMap(tags)),
+		Tags:                pulumi.ToStringMap(tags),
 	}
-	if spec.AMI.Family == topology.AMIBottlerocketNVIDIA {
-		// Bottlerocket: a small OS volume and a data volume for images and logs.
-		lt.BlockDeviceMappings = ec2.LaunchTemplateBlockDeviceMappingArray{launchtemplate.Volume("/dev/xvda", 4), launchtemplate.Volume("/dev/xvdb", rootVolumeGiB)}
-	} else {
-		lt.BlockDeviceMappings = ec2.LaunchTemplateBlockDeviceMappingArray{launchtemplate.Volume("/dev/xvda", rootVolumeGiB)}
+	for _, v := range spec.Storage.Volumes {
+		lt.BlockDeviceMappings = append(lt.BlockDeviceMappings.(ec2.LaunchTemplateBlockDeviceMappingArray), launchtemplate.Volume(v.Device, v.SizeGiB))
 	}
 	if group != nil {
 		lt.Placement = ec2.LaunchTemplatePlacementArgs{GroupName: group.Name}

@@ -153,12 +153,7 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 		topology.AMIBottlerocketNVIDIA: "BOTTLEROCKET_x86_64_NVIDIA",
 		topology.AMICustom:             "CUSTOM",
 	}[spec.AMI.Family]
-	capacity := map[topology.CapacityType]string{
-		topology.CapacityOnDemand:      "ON_DEMAND",
-		topology.CapacitySpot:          "SPOT",
-		topology.CapacityODCR:          "ON_DEMAND", // the launch template targets the reservation
-		topology.CapacityCapacityBlock: "CAPACITY_BLOCK",
-	}[spec.Capacity.Type]
+	capacity := spec.Capacity.NodeGroupType
 	var taints awseks.NodeGroupTaintArray
 	for _, t := range spec.Taints {
 		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(taintEffect[t.Effect])})

@@ -48,6 +48,9 @@ type InstanceType struct {
 	NetworkGbps      int  `json:"networkGbps"`
 	GPUDirectRDMA    bool `json:"gpuDirectRdma"`
 	NetworkBurstOnly bool `json:"networkBurstOnly,omitempty"` // "up to N Gbps": NetworkGbps is a burst figure
+	// OFITopologyFile: aws-ofi-nccl ships an NCCL topology file for the type and sets
+	// NCCL_TOPO_FILE itself (its topology/ directory: p4d-24xl and p4de-24xl).
+	OFITopologyFile bool `json:"ofiTopologyFile,omitempty"`
 }
 
 // Sources used below (public pages, cited by short name):
@@ -76,10 +79,12 @@ var catalog = []InstanceType{
 	// [efa] 4 EFA, GPUDirect RDMA; [vpc-cni] 4 cards x 15 interfaces; [nvlink] NVLink3; [fm].
 	{Name: "p4d.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
-		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true,
+		OFITopologyFile: true},
 	{Name: "p4de.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
-		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true,
+		OFITopologyFile: true},
 	// p5/p5e: [ec2-accel] 8 x H100 80 GB / H200 141 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps;
 	// [efa] 32 EFA; [vpc-cni] 32 cards x 2 interfaces; [nvlink] NVLink4; [fm].
 	{Name: "p5.48xlarge", GPUModel: "NVIDIA H100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 192, MemoryGiB: 2048,

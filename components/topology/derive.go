@@ -42,8 +42,10 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 		Provisioner:       p.Provisioner,
 		Scaling:           Scaling{MinNodes: p.MinNodes, MaxNodes: p.MaxNodes, DesiredNodes: max(p.MinNodes, 1), GPULimit: p.MaxNodes * it.GPUCount},
 		AvailabilityZones: append([]string{}, p.AvailabilityZones...),
-		Capacity:          CapacitySpec{Type: p.Capacity, ReservationID: p.CapacityReservationID},
-		AMI:               AMISpec{Family: p.AMIFamily, ID: p.AMIID},
+		Capacity: CapacitySpec{Type: p.Capacity, ReservationID: p.CapacityReservationID,
+			NodeGroupType: nodeGroupCapacityType[p.Capacity], KarpenterType: karpenterCapacityType[p.Capacity]},
+		AMI:     deriveAMI(p),
+		Storage: deriveStorage(p.AMIFamily),
 		Network: NetworkSpec{
 			Fabric: p.Fabric, EFAInterfaces: efa, Interfaces: nics,
 			EFASecurityGroup: []SecurityGroupRule{}, SingleSubnet: efa > 0,

@@ -10,7 +10,7 @@ import (
 // topology files). gpucluster does not set these: the plugin knows the platform better.
 func pluginManagedEnv(it InstanceType) []string {
 	env := []string{"FI_EFA_FORK_SAFE", "NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_PROTO"}
-	if it.Name == "p4d.24xlarge" || it.Name == "p4de.24xlarge" {
+	if it.OFITopologyFile {
 		env = append(env, "NCCL_TOPO_FILE")
 	}
 	sort.Strings(env)

@@ -55,6 +55,17 @@ func poolTolerations(p Profile) []Toleration {
 
 func sortedKeys[V any](m map[string]V) []string { return SortedKeys(m) }
 
+// Discovery tags. Karpenter's EC2NodeClass selects subnets and security groups by the first (the
+// network and cluster components tag them); TagZone lets a pool's EC2NodeClass select the
+// private subnet of its own zone.
+const (
+	TagKarpenterDiscovery = "karpenter.sh/discovery"
+	TagZone               = labelDomain + "zone"
+)
+
+// SystemPool is the pool label value of the untainted system node group.
+const SystemPool = "system"
+
 // PoolResourceName names every AWS and Kubernetes object of a pool: "<cluster>-<pool>" (node
 // group, launch template, placement group, EC2NodeClass, NodePool), deterministic so that an
 // EC2NodeClass selects its placement group by name and a reviewer finds each. The cluster and

@@ -35,11 +35,12 @@ type PoolSpec struct {
 	Instance    InstanceType `json:"instance"`
 	Provisioner Provisioner  `json:"provisioner"`
 	Scaling     Scaling      `json:"scaling"`
-	// AvailabilityZones is empty when the profile names none: the network layer then places the
-	// pool in one zone of its choice (a single zone whenever placement or EFA requires it).
+	// AvailabilityZones: the pool's own zones, else the VPC's first zone (resolved when the stack
+	// is read); empty only for a profile derived outside a stack.
 	AvailabilityZones []string      `json:"availabilityZones"`
 	Capacity          CapacitySpec  `json:"capacity"`
 	AMI               AMISpec       `json:"ami"`
+	Storage           StorageSpec   `json:"storage"`
 	Network           NetworkSpec   `json:"network"`
 	Placement         PlacementSpec `json:"placement"`
 
@@ -73,12 +74,37 @@ func (s Scaling) String() string {
 type CapacitySpec struct {
 	Type          CapacityType `json:"type"`
 	ReservationID string       `json:"reservationId,omitempty"`
+	// NodeGroupType and KarpenterType are the same choice in the words of the EKS node group
+	// API (capacityType) and of Karpenter (karpenter.sh/capacity-type).
+	NodeGroupType string `json:"nodeGroupType"`
+	KarpenterType string `json:"karpenterType"`
 }
 
 // AMISpec is the node image.
 type AMISpec struct {
 	Family AMIFamily `json:"family"`
 	ID     string    `json:"id,omitempty"`
+	// KarpenterAlias pins the EKS image a Karpenter pool launches ("" for custom images and
+	// managed node groups, whose image EKS resolves for the cluster version).
+	KarpenterAlias string `json:"karpenterAlias,omitempty"`
+}
+
+// StorageSpec is a node's disk layout: its EBS volumes, and what becomes of the instance-store
+// NVMe disks.
+type StorageSpec struct {
+	Volumes []VolumeSpec `json:"volumes"`
+	// InstanceStore: RAID0 stripes every instance-store NVMe disk into one volume for containerd,
+	// the kubelet and pod logs (images and scratch data of training jobs are large).
+	InstanceStore string `json:"instanceStore"`
+}
+
+// VolumeSpec is one encrypted gp3 EBS volume.
+type VolumeSpec struct {
+	Device  string `json:"device"`
+	SizeGiB int    `json:"sizeGiB"`
+	// Root: the image's root volume. Bottlerocket boots from a small OS volume and keeps
+	// containers on a second, data volume.
+	Root bool `json:"root"`
 }
 
 // Interface types of an EC2 launch template network interface (EC2 API values).

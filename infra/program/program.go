@@ -45,6 +45,12 @@ func Run(stackFile string) pulumi.RunFunc {
 	}
 }
 
+// RunSpec returns the program of a stack already loaded and derived (the offline plan, which
+// reviews the same spec it evaluates).
+func RunSpec(spec topology.StackSpec) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error { return deploy(ctx, spec, false) }
+}
+
 // RunEngine returns the program as `pulumi up` runs it: the configuration is what the engine
 // passes (the stack file merged with its ESC environments, secrets decrypted, any other source);
 // the stack file only places errors on lines. Secret configuration makes every export secret.
@@ -142,6 +148,9 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 		subnets, err := d.Network.PrivateSubnets(pool.AvailabilityZones)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pool.Name, err)
+		}
+		if pool.Network.SingleSubnet && len(subnets) != 1 {
+			return nil, fmt.Errorf("pool %s: EFA traffic stays in one subnet, but the pool has %d", pool.Name, len(subnets))
 		}
 		np, err := nodepool.New(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name), nodepool.Args{
 			Spec: pool, ClusterName: d.Cluster.Name, ClusterSettings: spec.Cluster, VpcID: d.Network.VpcID, SubnetIDs: subnets,

@@ -159,7 +159,7 @@ func checkControlPlane(t *testing.T, ev *evaluation) {
 	key := one(t, ev.ofType("aws:kms/key:Key"), "KMS keys")
 	want := map[string]string{
 		"name": s.Name, "version": s.KubernetesVersion, "skipDefaultNodeGroup": "true", "authenticationMode": "API",
-		"createOidcProvider": "true", "endpointPrivateAccess": "true", "endpointPublicAccess": str(s.EndpointPublicAccess),
+		"createOidcProvider": "false", "endpointPrivateAccess": "true", "endpointPublicAccess": str(s.EndpointPublicAccess),
 		"useDefaultVpcCni": "true", "nodeAssociatePublicIpAddress": "false", "kubernetesServiceIpAddressRange": s.ServiceCIDR,
 		"encryptionConfigKeyArn": "arn:aws:kms:mock:" + offline.MockAccount + ":key/" + key.ID,
 		"enabledClusterLogTypes": str([]any{"api", "audit", "authenticator", "controllerManager", "scheduler"}),

@@ -112,8 +112,10 @@ type Report struct {
 	Verdict       *Verdict     `json:"verdict,omitempty"`
 	// CutLines and UnreadLines say exactly what of the log was not read: the ends of lines over
 	// 1 MiB, and lines skipped as binary.
-	CutLines    []CutLine `json:"cutLines,omitempty"`
-	UnreadLines []int     `json:"unreadLines,omitempty"`
+	// NCCLWarnings are NCCL's own WARN lines (the first 20), which no signature may explain.
+	NCCLWarnings []string  `json:"ncclWarnings,omitempty"`
+	CutLines     []CutLine `json:"cutLines,omitempty"`
+	UnreadLines  []int     `json:"unreadLines,omitempty"`
 }
 
 // Diagnose builds the report; pool, when set, is the spec the job ran on.
@@ -136,7 +138,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 			Reason: "the log holds no communicator initialisation (no \"comm … Init\" line): it ends, or was cut, before NCCL set up its " +
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
-	r.CutLines, r.UnreadLines = l.CutLines, l.UnreadLines
+	r.CutLines, r.UnreadLines, r.NCCLWarnings = l.CutLines, l.UnreadLines, l.Warnings
 	return r
 }
 

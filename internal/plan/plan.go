@@ -43,7 +43,7 @@ func Evaluate(stackFile string) (*Result, error) {
 		return nil, err
 	}
 	engine := offline.NewPlanEngine(spec.Stack)
-	if err := engine.Run(program.Run(stackFile)); err != nil {
+	if err := engine.Run(program.RunSpec(spec)); err != nil {
 		return nil, fmt.Errorf("evaluating the program of %s: %w", stackFile, err)
 	}
 	r := &Result{Spec: spec, Resources: engine.Resources()}

@@ -8,35 +8,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// classify names an NCCL transport ("P2P/CUMEM/read", "NET/AWS Libfabric/0/GDRDMA") by the
-// classes the topology core expects (topology.Transport*), plus NVLS, NET/IB and CollNet.
-func classify(via string) string {
-	switch {
-	case strings.Contains(via, "NVLS"):
-		return "nvls"
-	case strings.HasPrefix(via, "P2P"):
-		return topology.TransportP2P
-	case strings.HasPrefix(via, "SHM"):
-		return topology.TransportSHM
-	case strings.HasPrefix(via, "NET/") && strings.Contains(via, "Libfabric") && strings.Contains(via, "GDRDMA"):
-		return topology.TransportNetLibfabricGDR
-	case strings.HasPrefix(via, "NET/") && strings.Contains(via, "Libfabric"):
-		return topology.TransportNetLibfabric
-	case strings.HasPrefix(via, "NET/Socket"):
-		return topology.TransportNetSocket
-	case strings.HasPrefix(via, "NET/IB"):
-		return "net-ib"
-	case strings.Contains(via, "CollNet"):
-		return "collnet"
-	}
-	return "other"
-}
-
-// rank orders classes from worst to best within intra-node and inter-node traffic.
-var rank = map[string]int{
-	topology.TransportNone: 0, topology.TransportNetSocket: 1, "net-ib": 2, topology.TransportNetLibfabric: 2,
-	topology.TransportNetLibfabricGDR: 3, topology.TransportSHM: 2, topology.TransportP2P: 4, "nvls": 4,
-}
+// classify is the core's classification of a transport as NCCL prints it.
+var classify = topology.ClassifyTransport
 
 // Connection is one kind of peer connection of a communicator.
 type Connection struct {
@@ -127,6 +100,9 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 	}
 	for _, c := range l.SortedComms() {
 		r.Communicators = append(r.Communicators, commReport(c))
+	}
+	if topo != nil && pool != nil {
+		topo.judgeP2P(&pool.Instance) // the catalog knows where PIX/PXB still means no P2P
 	}
 	r.Findings = signatures(l, topo, pool, r.Communicators)
 	switch {
@@ -264,7 +240,7 @@ func verdict(c CommReport, pool *topology.PoolSpec, against string) *Verdict {
 			v.Status = VerdictMismatch
 		}
 	}()
-	if c.IntraNode != topology.TransportNone && v.ExpectedIntra != topology.TransportNone && rank[c.IntraNode] < rank[v.ExpectedIntra] {
+	if topology.WorseTransport(c.IntraNode, v.ExpectedIntra) {
 		v.Match = false
 		switch {
 		case strings.HasPrefix(c.IntraNode, "net"):
@@ -273,7 +249,7 @@ func verdict(c CommReport, pool *topology.PoolSpec, against string) *Verdict {
 			v.Changes = append(v.Changes, fmt.Sprintf("intra-node traffic uses %s instead of %s: check NCCL_P2P_* settings, that fabric manager runs (NVSwitch types) and that the pod sees all GPUs", c.IntraNode, v.ExpectedIntra))
 		}
 	}
-	if c.InterNode != topology.TransportNone && v.ExpectedInter != topology.TransportNone && rank[c.InterNode] < rank[v.ExpectedInter] {
+	if topology.WorseTransport(c.InterNode, v.ExpectedInter) {
 		v.Match = false
 		switch {
 		case c.InterNode == topology.TransportNetSocket:

@@ -23,11 +23,16 @@ type Topo struct {
 	Pairs    int               `json:"pairs"`
 }
 
-// CanP2P says whether NCCL would use peer-to-peer over a link: NVLink, or PCIe within a switch
-// (PIX, PXB). Through a host bridge or across NUMA nodes NCCL uses SHM (NCCL's default
-// NCCL_P2P_LEVEL; shared/DESIGN.md §1: g6e.12xlarge GPUs see NODE and go through SHM).
-func CanP2P(link string) bool {
-	return strings.HasPrefix(link, "NV") || link == "PIX" || link == "PXB"
+// judgeP2P counts the pairs that can use P2P: by the link labels alone (it nil), or on an
+// instance type the catalog knows (topology.LinkAllowsP2P).
+func (t *Topo) judgeP2P(it *topology.InstanceType) {
+	t.Pairs, t.P2PPairs = 0, 0
+	for _, l := range t.Links {
+		t.Pairs++
+		if topology.LinkAllowsP2P(l, it) {
+			t.P2PPairs++
+		}
+	}
 }
 
 // NVLink says whether the GPUs are joined by NVLink (every pair NV#: NVSwitch systems).
@@ -95,12 +100,7 @@ func ParseTopo(r io.Reader) (*Topo, error) {
 	if len(t.GPUs) == 0 {
 		return nil, ErrNotNCCL{"no GPU rows: pass the output of `nvidia-smi topo -m`"}
 	}
-	for _, l := range t.Links {
-		t.Pairs++
-		if CanP2P(l) {
-			t.P2PPairs++
-		}
-	}
+	t.judgeP2P(nil)
 	return t, nil
 }
 

@@ -176,3 +176,44 @@ func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
 		}
 	}
 }
+
+var doctorExample = regexp.MustCompile("(?s)```\n\\$ gpucluster (doctor [^\n]*?)\\s+# exit (\\d+)\n(.*?)```")
+
+// Every doctor example in the README is the CLI's real output and exit code over the test logs:
+// a block that starts with "…" shows the end of the output, any other block all of it.
+func TestReadmeDoctorExamplesAreTheRealOutput(t *testing.T) {
+	examples := doctorExample.FindAllStringSubmatch(section(t, readme(t), "NCCL doctor: what did the job actually do?"), -1)
+	if len(examples) < 5 {
+		t.Fatalf("found %d doctor examples", len(examples))
+	}
+	for _, ex := range examples {
+		var args []string
+		for i, a := range strings.Fields(ex[1]) {
+			if i > 0 && (strings.HasSuffix(a, ".log") || strings.HasSuffix(a, ".txt")) {
+				a = doctorData + a
+			}
+			args = append(args, a)
+		}
+		code, stdout, stderr := runCLI(args...)
+		out := stdout + stderr
+		want := ex[3]
+		if code != atoi(ex[2]) {
+			t.Errorf("%s: exit %d, README says %s", ex[1], code, ex[2])
+		}
+		if tail, elided := strings.CutPrefix(want, "…\n"); elided {
+			if !strings.HasSuffix(out, tail) {
+				t.Errorf("%s: README shows an end that is not the output's end:\n%s\nreal output:\n%s", ex[1], tail, out)
+			}
+		} else if out != want {
+			t.Errorf("%s: README shows\n%s\nreal output:\n%s", ex[1], want, out)
+		}
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

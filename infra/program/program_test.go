@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -21,12 +22,11 @@ import (
 
 // evaluation is one stack run under the offline engine.
 type evaluation struct {
-	t       *testing.T
-	spec    topology.StackSpec
-	res     []offline.Resource
-	d       *Deployment
-	secret  bool // the kubeconfig output is secret
-	outputs map[string]string
+	t      *testing.T
+	spec   topology.StackSpec
+	res    []offline.Resource
+	d      *Deployment
+	secret bool // the kubeconfig output is secret
 }
 
 func stackFiles(t *testing.T) []string {
@@ -43,7 +43,7 @@ func evaluate(t *testing.T, file string) *evaluation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &evaluation{t: t, spec: spec, outputs: map[string]string{}}
+	ev := &evaluation{t: t, spec: spec}
 	engine := offline.NewEngine(spec.Stack)
 	err = engine.Run(func(ctx *pulumi.Context) error {
 		d, err := Build(ctx, spec)
@@ -54,16 +54,6 @@ func evaluate(t *testing.T, file string) *evaluation {
 			ctx.Export(k, v)
 		}
 		ev.d = d
-		var mu sync.Mutex // apply callbacks of different pools run concurrently
-		for name, np := range d.Pools {
-			name := name
-			np.NodeGroupName.ApplyT(func(s string) string {
-				mu.Lock()
-				defer mu.Unlock()
-				ev.outputs["nodeGroup/"+name] = s
-				return s
-			})
-		}
 		return nil
 	})
 	if err != nil {
@@ -104,6 +94,16 @@ func (ev *evaluation) byID(id string) offline.Resource {
 	}
 	ev.t.Fatalf("no resource with id %s", id)
 	return offline.Resource{}
+}
+
+// dependsOn says whether the engine recorded on as a dependency of r.
+func dependsOn(r, on offline.Resource) bool {
+	for _, d := range r.Dependencies {
+		if d == on.URN {
+			return true
+		}
+	}
+	return false
 }
 
 func one(t *testing.T, rs []offline.Resource, what string) offline.Resource {
@@ -161,7 +161,6 @@ func checkControlPlane(t *testing.T, ev *evaluation) {
 		"name": s.Name, "version": s.KubernetesVersion, "skipDefaultNodeGroup": "true", "authenticationMode": "API",
 		"createOidcProvider": "false", "endpointPrivateAccess": "true", "endpointPublicAccess": str(s.EndpointPublicAccess),
 		"useDefaultVpcCni": "true", "nodeAssociatePublicIpAddress": "false", "kubernetesServiceIpAddressRange": s.ServiceCIDR,
-		"encryptionConfigKeyArn": "arn:aws:kms:mock:" + offline.MockAccount + ":key/" + key.ID,
 		"enabledClusterLogTypes": str([]any{"api", "audit", "authenticator", "controllerManager", "scheduler"}),
 	}
 	for k, v := range want {
@@ -171,6 +170,11 @@ func checkControlPlane(t *testing.T, ev *evaluation) {
 	}
 	if key.Input("enableKeyRotation") != true {
 		t.Error("KMS key rotation is off")
+	}
+	// Secrets are encrypted with that key: the cluster takes the key's ARN (a value only the
+	// key yields, so the engine records the key as a dependency of the cluster).
+	if eks.Input("encryptionConfigKeyArn") == nil || !dependsOn(eks, key) {
+		t.Errorf("the cluster's secrets key is not the KMS key's ARN: %v, dependencies %v", eks.Input("encryptionConfigKeyArn"), eks.Dependencies)
 	}
 	// The node role has exactly the managed policies nodes need.
 	var policies []string
@@ -252,8 +256,8 @@ func checkPool(t *testing.T, ev *evaluation, pool topology.PoolSpec) {
 		lt := one(t, lts, "launch templates")
 		checkLaunchTemplate(t, ev, pool, lt, efaSG, groups)
 		checkNodeGroup(t, ev, pool, one(t, ngs, "node groups"), lt)
-		if ev.outputs["nodeGroup/"+pool.Name] != base {
-			t.Errorf("node group output %q, want %q", ev.outputs["nodeGroup/"+pool.Name], base)
+		if ng := one(t, ngs, "node groups"); ng.Input("nodeGroupName") != base {
+			t.Errorf("node group name %v, want %q", ng.Input("nodeGroupName"), base)
 		}
 	})
 }
@@ -411,7 +415,18 @@ func TestCustomImagePoolBootstrapsItself(t *testing.T) {
 	}
 	raw, _ := base64.StdEncoding.DecodeString(str(lt.Input("userData")))
 	ud := string(raw)
-	for _, want := range []string{"Content-Type: application/node.eks.aws", "kind: NodeConfig", "apiServerEndpoint: https://P4D-CUSTOM-AMI.mock.eks.amazonaws.com",
+	// The endpoint and CA come from the cluster: the launch template waits for it, and its user
+	// data carries both (their values are the engine's, so only their presence is asserted).
+	eks := one(t, ev.ofType("eks:index:Cluster"), "EKS clusters")
+	if !dependsOn(lt, eks) {
+		t.Errorf("the launch template does not depend on the cluster whose endpoint it carries: %v", lt.Dependencies)
+	}
+	for _, re := range []string{`apiServerEndpoint: https://\S+`, `certificateAuthority: \S+`} {
+		if !regexp.MustCompile(re).MatchString(ud) {
+			t.Errorf("custom-image user data lacks %s", re)
+		}
+	}
+	for _, want := range []string{"Content-Type: application/node.eks.aws", "kind: NodeConfig",
 		"cidr: 172.20.0.0/16", "--register-with-taints=nvidia.com/gpu=true:NoSchedule", "gpucluster.io/efa=true", "strategy: RAID0"} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("custom-image user data lacks %q:\n%s", want, ud)

@@ -85,7 +85,7 @@ type Report struct {
 	Verdict       *Verdict     `json:"verdict,omitempty"`
 	// CutLines and UnreadLines say exactly what of the log was not read: the ends of lines over
 	// 1 MiB, and lines skipped as binary.
-	// NCCLWarnings are NCCL's own WARN lines (the first 20), which no signature may explain.
+	// NCCLWarnings are NCCL's own WARN lines (of the first 20) that no finding quotes.
 	NCCLWarnings []string  `json:"ncclWarnings,omitempty"`
 	CutLines     []CutLine `json:"cutLines,omitempty"`
 	UnreadLines  []int     `json:"unreadLines,omitempty"`
@@ -114,7 +114,16 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 			Reason: "the log holds no communicator initialisation (no \"comm … Init\" line): it ends, or was cut, before NCCL set up its " +
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
-	r.CutLines, r.UnreadLines, r.NCCLWarnings = l.CutLines, l.UnreadLines, l.Warnings
+	r.CutLines, r.UnreadLines = l.CutLines, l.UnreadLines
+	quoted := map[string]bool{}
+	for _, f := range r.Findings {
+		quoted[f.Evidence] = true
+	}
+	for _, w := range l.Warnings {
+		if !quoted[w] {
+			r.NCCLWarnings = append(r.NCCLWarnings, w)
+		}
+	}
 	return r
 }
 

@@ -68,7 +68,7 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	}
 	line("nccl intra", "%s: %s", s.NCCL.IntraNode.Class, s.NCCL.IntraNode.Reason)
 	line("nccl inter", "%s: %s", s.NCCL.InterNode.Class, s.NCCL.InterNode.Reason)
-	line("bandwidth", "%.0f of %d Gbps per node: %s", s.NCCL.ExpectedInterNodeGbps, s.NCCL.PhysicalMaxGbps, s.NCCL.BandwidthNote)
+	line("bandwidth", "%g of %d Gbps per node: %s", s.NCCL.ExpectedInterNodeGbps, s.NCCL.PhysicalMaxGbps, s.NCCL.BandwidthNote)
 	for _, f := range s.Findings {
 		line(f.Severity, "%s: %s", f.Code, f.Message)
 	}

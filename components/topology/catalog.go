@@ -48,6 +48,10 @@ type InstanceType struct {
 	NetworkGbps      int  `json:"networkGbps"`
 	GPUDirectRDMA    bool `json:"gpuDirectRdma"`
 	NetworkBurstOnly bool `json:"networkBurstOnly,omitempty"` // "up to N Gbps": NetworkGbps is a burst figure
+	// BaselineGbps is the bandwidth the instance sustains (EC2's baseline; Karpenter's generated
+	// bandwidth table, which a test holds it to). It equals NetworkGbps except on burst types,
+	// and it is what sustained NCCL traffic can expect.
+	BaselineGbps float64 `json:"baselineGbps"`
 	// OFITopologyFile: aws-ofi-nccl ships an NCCL topology file for the type and sets
 	// NCCL_TOPO_FILE itself (its topology/ directory: p4d-24xl and p4de-24xl).
 	OFITopologyFile bool `json:"ofiTopologyFile,omitempty"`
@@ -109,10 +113,10 @@ var catalog = []InstanceType{
 	// Multi-GPU sizes: [field] NODE topology, no P2P; NCCL falls back to SHM.
 	{Name: "g6e.xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 4, MemoryGiB: 32,
 		LocalNVMeDisk: 1, LocalNVMeGB: 250, Interconnect: InterconnectNone,
-		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true},
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 2.5},
 	{Name: "g6e.2xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 8, MemoryGiB: 64,
 		LocalNVMeDisk: 1, LocalNVMeGB: 450, Interconnect: InterconnectNone,
-		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true},
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 5},
 	{Name: "g6e.4xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 16, MemoryGiB: 128,
 		LocalNVMeDisk: 1, LocalNVMeGB: 600, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 20},
@@ -144,10 +148,15 @@ var catalog = []InstanceType{
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, NetworkGbps: 100},
 }
 
+// catalogByName indexes the catalog, filling the baseline of every type that does not burst:
+// its one figure is both.
 var catalogByName = func() map[string]InstanceType {
 	m := make(map[string]InstanceType, len(catalog))
-	for _, t := range catalog {
-		m[t.Name] = t
+	for i := range catalog {
+		if catalog[i].BaselineGbps == 0 {
+			catalog[i].BaselineGbps = float64(catalog[i].NetworkGbps)
+		}
+		m[catalog[i].Name] = catalog[i]
 	}
 	return m
 }()
@@ -179,10 +188,11 @@ func (t InstanceType) GPUsCanP2P() bool {
 	return t.Interconnect == InterconnectNVSwitch || (t.Interconnect == InterconnectPCIe && t.PCIeP2P)
 }
 
-// GbpsPerCard is the share of the instance bandwidth one network card carries. AWS spreads the
-// aggregate evenly over the cards on every multi-card type in this catalog (e.g. p5: 32 x 100 Gbps).
+// GbpsPerCard is the share of the sustained (baseline) bandwidth one network card carries. AWS
+// spreads the aggregate evenly over the cards on every multi-card type in this catalog (e.g. p5:
+// 32 x 100 Gbps).
 func (t InstanceType) GbpsPerCard() float64 {
-	return float64(t.NetworkGbps) / float64(t.NetworkCards)
+	return t.BaselineGbps / float64(t.NetworkCards)
 }
 
 // InterconnectDescription says in words how the GPUs reach each other.

@@ -1,9 +1,15 @@
 package topology
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
 )
 
 // The instance types the catalog must hold (issue: topology core, §1).
@@ -111,5 +117,41 @@ func TestCatalogInvariants(t *testing.T) {
 			check((it.GPUCount == 1) == (it.Interconnect == InterconnectNone), "single-GPU types have no interconnect")
 			check(it.NetworkGbps > 0 && it.NetworkGbps%it.NetworkCards == 0, "bandwidth %d does not split evenly over %d cards", it.NetworkGbps, it.NetworkCards)
 		})
+	}
+}
+
+// TestCatalogBandwidthAgreesWithKarpenter holds every type's sustained bandwidth to Karpenter's
+// generated table (karpenter-provider-aws v1.14.1, pkg/providers/instancetype/
+// zz_generated.bandwidth.go: EC2's baseline, in megabits), read from the module the test API
+// server takes its CRDs from; and the advertised figure to it wherever the type does not burst.
+func TestCatalogBandwidthAgreesWithKarpenter(t *testing.T) {
+	mod, err := kubeapi.KarpenterModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(mod, "pkg/providers/instancetype/zz_generated.bandwidth.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := map[string]float64{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+"([a-z0-9.-]+)":\s+(\d+),$`).FindAllStringSubmatch(string(src), -1) {
+		mbit, _ := strconv.ParseFloat(m[2], 64)
+		upstream[m[1]] = mbit / 1000
+	}
+	if len(upstream) < 500 {
+		t.Fatalf("read %d types from Karpenter's bandwidth table", len(upstream))
+	}
+	for _, it := range InstanceTypes() {
+		up, ok := upstream[it.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s: not in Karpenter's bandwidth table", it.Name)
+		case it.BaselineGbps != up:
+			t.Errorf("%s: baseline %g Gbps, Karpenter %g", it.Name, it.BaselineGbps, up)
+		case !it.NetworkBurstOnly && float64(it.NetworkGbps) != up:
+			t.Errorf("%s: %d Gbps, Karpenter's baseline %g (a burst type? set networkBurstOnly)", it.Name, it.NetworkGbps, up)
+		case it.NetworkBurstOnly && float64(it.NetworkGbps) <= up:
+			t.Errorf("%s: bursts to %d Gbps, no more than its baseline %g", it.Name, it.NetworkGbps, up)
+		}
 	}
 }

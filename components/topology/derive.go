@@ -199,7 +199,7 @@ func deriveFindings(p Profile, it InstanceType, spec PoolSpec) []Finding {
 	}
 	if efa > 0 && efa < it.MaxEFA {
 		fs = append(fs, Finding{SeverityInfo, "efa-below-max",
-			fmt.Sprintf("%d of %d possible EFA interfaces: inter-node bandwidth is capped at %.0f of %d Gbps", efa, it.MaxEFA, spec.NCCL.ExpectedInterNodeGbps, it.NetworkGbps)})
+			fmt.Sprintf("%d of %d possible EFA interfaces: inter-node bandwidth is capped at %g of %d Gbps", efa, it.MaxEFA, spec.NCCL.ExpectedInterNodeGbps, it.NetworkGbps)})
 	}
 	if p.Fabric == FabricENAOnly && it.EFA && it.GPUCount > 1 {
 		fs = append(fs, Finding{SeverityInfo, "efa-unused",

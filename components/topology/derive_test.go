@@ -42,7 +42,7 @@ func TestBuiltinProfiles(t *testing.T) {
 		"karpenter-p5": {"p5.48xlarge", 33, 32, PlacementCluster, FabricManagerRunByHost, false, 1, 8, 32,
 			TransportP2P, TransportNetLibfabricGDR, 3200, true, 0, 32},
 		"dev": {"g6e.xlarge", 1, 0, PlacementNone, FabricManagerNotNeeded, false, 1, 1, 0,
-			TransportNone, TransportNetSocket, 20, false, 1, 1},
+			TransportNone, TransportNetSocket, 2.5, false, 1, 1}, // the baseline, not the "up to 20"
 	}
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {

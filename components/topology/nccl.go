@@ -111,12 +111,17 @@ func intraNodeLink(it InstanceType) string {
 func expectedBandwidth(it InstanceType, efaUsed int) (float64, string) {
 	if efaUsed > 0 {
 		gbps := it.GbpsPerCard() * float64(efaUsed)
-		note := fmt.Sprintf("%d of %d network cards carry EFA at %.0f Gbps each", efaUsed, it.NetworkCards, it.GbpsPerCard())
-		if it.NetworkBurstOnly {
-			note += "; the figure is a burst rate, the baseline is lower"
-		}
-		return gbps, note
+		note := fmt.Sprintf("%d of %d network cards carry EFA at %g Gbps each", efaUsed, it.NetworkCards, it.GbpsPerCard())
+		return gbps, note + burstNote(it)
 	}
-	note := fmt.Sprintf("one ENA interface on card 0 (%.0f Gbps); TCP sockets reach only part of it (field: g6e-ena ran 2.2x slower than g6e-efa)", it.GbpsPerCard())
-	return it.GbpsPerCard(), note
+	note := fmt.Sprintf("one ENA interface on card 0 (%g Gbps); TCP sockets reach only part of it (field: g6e-ena ran 2.2x slower than g6e-efa)", it.GbpsPerCard())
+	return it.GbpsPerCard(), note + burstNote(it)
+}
+
+// burstNote: a burst type's figure is its baseline; the advertised "up to" rate lasts minutes.
+func burstNote(it InstanceType) string {
+	if !it.NetworkBurstOnly {
+		return ""
+	}
+	return fmt.Sprintf("; the baseline, which sustained traffic keeps: bursts reach up to %d Gbps", it.NetworkGbps)
 }

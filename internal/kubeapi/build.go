@@ -89,23 +89,37 @@ func binary(name string) (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
-// karpenterCRDs returns the CRD manifests of the pinned Karpenter AWS provider, read from the
-// module cache (downloaded and checked against build/crds/go.sum first).
-func karpenterCRDs() ([][]byte, error) {
+// KarpenterModule is the Karpenter AWS provider module, pinned by build/crds/go.mod.
+const KarpenterModule = "github.com/aws/karpenter-provider-aws"
+
+// KarpenterModuleDir is where the pinned Karpenter AWS provider lies in the module cache: the
+// one place gpucluster fetches it, for its CRDs (the test API server) and its generated data
+// (prices, bandwidth), all at the same version. `go mod download` reads the cache when the
+// module is there (then it needs no network: GOPROXY=off works) and the module proxy otherwise,
+// checking build/crds/go.sum either way.
+func KarpenterModuleDir() (string, error) {
 	dir := buildDir("crds")
-	const mod = "github.com/aws/karpenter-provider-aws"
-	download := exec.Command("go", "mod", "download", mod)
+	download := exec.Command("go", "mod", "download", KarpenterModule)
 	download.Dir = dir
 	if msg, err := download.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go mod download %s: %v\n%s", mod, err, msg)
+		return "", fmt.Errorf("go mod download %s: %v\n%s", KarpenterModule, err, msg)
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod)
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", KarpenterModule)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("locating %s: %v", mod, err)
+		return "", fmt.Errorf("locating %s: %v", KarpenterModule, err)
 	}
-	crdDir := filepath.Join(strings.TrimSpace(string(out)), "pkg", "apis", "crds")
+	return strings.TrimSpace(string(out)), nil
+}
+
+// karpenterCRDs returns the CRD manifests of the pinned Karpenter AWS provider.
+func karpenterCRDs() ([][]byte, error) {
+	mod, err := KarpenterModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	crdDir := filepath.Join(mod, "pkg", "apis", "crds")
 	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no CRDs in %s", crdDir)

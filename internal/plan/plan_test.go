@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
 )
 
 func stack(name string) string { return "../../stacks/Pulumi." + name + ".yaml" }
@@ -194,18 +194,11 @@ func countErrors(fs []Finding) int {
 // TestPricesMatchKarpentersTable reads Karpenter's generated price table from the module cache
 // (the module build/crds pins) and compares every price used here.
 func TestPricesMatchKarpentersTable(t *testing.T) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/karpenter-provider-aws")
-	cmd.Dir = "../kubeapi/build/crds"
-	dl := exec.Command("go", "mod", "download", "github.com/aws/karpenter-provider-aws")
-	dl.Dir = cmd.Dir
-	if msg, err := dl.CombinedOutput(); err != nil {
-		t.Fatalf("go mod download: %v\n%s", err, msg)
-	}
-	out, err := cmd.Output()
+	mod, err := kubeapi.KarpenterModuleDir() // the module the test API server reads its CRDs from
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := read(t, filepath.Join(strings.TrimSpace(string(out)), "pkg/providers/pricing/zz_generated.pricing_aws.go"))
+	src := read(t, filepath.Join(mod, "pkg/providers/pricing/zz_generated.pricing_aws.go"))
 	if !strings.Contains(src, "generated at "+PriceDate) {
 		t.Errorf("the table is not the one generated %s", PriceDate)
 	}

@@ -95,7 +95,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Device plugins | NVIDIA: %s; EFA: %s |\n", yesNo(p.InCluster.NVIDIADevicePlugin), yesNo(p.InCluster.EFADevicePlugin))
 	w("| NCCL intra-node | `%s`%s: %s |\n", p.NCCL.IntraNode.Class, logHint(p.NCCL.IntraNode.Log), p.NCCL.IntraNode.Reason)
 	w("| NCCL inter-node | `%s`%s: %s |\n", p.NCCL.InterNode.Class, logHint(p.NCCL.InterNode.Log), p.NCCL.InterNode.Reason)
-	w("| Inter-node bandwidth | %.0f of %d Gbps per node: %s |\n", p.NCCL.ExpectedInterNodeGbps, p.NCCL.PhysicalMaxGbps, p.NCCL.BandwidthNote)
+	w("| Inter-node bandwidth | %g of %d Gbps per node: %s |\n", p.NCCL.ExpectedInterNodeGbps, p.NCCL.PhysicalMaxGbps, p.NCCL.BandwidthNote)
 	w("| On-demand cost | %s |\n\n", poolCost(p))
 	tpl, err := yamlDoc(mustMap(podtemplate.AsMap(podtemplate.For(p, s.TrainingImage))))
 	if err != nil {

@@ -123,11 +123,7 @@ func intMapString(m map[string]int) string { return joinSorted(m, "%s: %d") }
 
 // joinSorted formats a map's entries in key order, comma-separated.
 func joinSorted[V any](m map[string]V, format string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := topology.SortedKeys(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf(format, k, m[k])

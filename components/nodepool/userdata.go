@@ -3,7 +3,6 @@ package nodepool
 import (
 	"encoding/base64"
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -59,10 +58,13 @@ const mimeBoundary = "//gpucluster//"
 func userData(spec topology.PoolSpec, cluster Cluster) (string, error) {
 	switch spec.AMI.Family {
 	case topology.AMIBottlerocketNVIDIA:
+		if spec.Storage.InstanceStore != "RAID0" {
+			return "", fmt.Errorf("pool %s: Bottlerocket user data has no instance-store layout %q", spec.Name, spec.Storage.InstanceStore)
+		}
 		return base64.StdEncoding.EncodeToString([]byte(bottlerocketSettings)), nil
 	case topology.AMIAL2023NVIDIA, topology.AMICustom:
 		cfg := nodeConfig{APIVersion: "node.eks.aws/v1alpha1", Kind: "NodeConfig",
-			Spec: nodeConfigSpec{Instance: instanceOptions{LocalStorage: localStorage{Strategy: "RAID0"}}}}
+			Spec: nodeConfigSpec{Instance: instanceOptions{LocalStorage: localStorage{Strategy: spec.Storage.InstanceStore}}}}
 		if spec.AMI.Family == topology.AMICustom {
 			// A managed node group passes labels and taints only to EKS images' bootstrap; a custom
 			// image must register them itself, with the cluster details EKS would have merged in.
@@ -92,11 +94,7 @@ mode = "always"
 `
 
 func labelFlag(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := topology.SortedKeys(labels)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + labels[k]

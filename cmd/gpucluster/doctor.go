@@ -119,9 +119,24 @@ func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, e
 }
 
 func writeDoctor(w io.Writer, r *doctor.Report) {
-	fmt.Fprintf(w, "NCCL %s, net plugin %s %s, network %s\n", orDash(r.NCCLVersion), r.NetPlugin, r.PluginVersion, orDash(r.Network))
+	fmt.Fprintf(w, "NCCL %s, net plugin %s, network %s\n", orDash(r.NCCLVersion), strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion), orDash(r.Network))
+	if r.Platform != "" || r.Provider != "" {
+		fmt.Fprintf(w, "aws-ofi-nccl: platform %s, provider %s, %d NIC(s)", orDash(r.Platform), orDash(r.Provider), r.NICs)
+		if len(r.PluginSetEnv) > 0 {
+			fmt.Fprintf(w, "; set itself: %s", strings.Join(topology.SortedKeys(r.PluginSetEnv), ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	for _, c := range r.Communicators {
-		fmt.Fprintf(w, "\ncommunicator %s: %d ranks on %d node(s), %d per node, %d channels\n", c.ID, c.Ranks, c.Nodes, c.LocalRanks, c.Channels)
+		if c.Excerpt {
+			fmt.Fprintf(w, "\nconnections without their communicator's Init lines (an excerpt): ranks, nodes and ranks per node are unknown\n")
+		} else {
+			fmt.Fprintf(w, "\ncommunicator %s: %s ranks on %s node(s), %s per node, %d channels", c.ID, count(c.Ranks), count(c.Nodes), count(c.LocalRanks), c.Channels)
+			if c.Parent != "" {
+				fmt.Fprintf(w, ", split from %s", c.Parent)
+			}
+			fmt.Fprintln(w)
+		}
 		fmt.Fprintf(w, "  intra-node: %s\n  inter-node: %s\n", c.IntraNode, c.InterNode)
 		for _, conn := range c.Connections {
 			fmt.Fprintf(w, "    %-10s %-32s %-22s %d\n", conn.Where, conn.Transport, conn.Class, conn.Count)
@@ -149,8 +164,8 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 		fmt.Fprintf(w, "\nnot read: %d binary line(s): %s\n", n, lineList(r.UnreadLines))
 	}
 	if v := r.Verdict; v != nil {
-		fmt.Fprintf(w, "\nverdict against %s: %s\n  expected intra-node %s, inter-node %s\n  observed intra-node %s, inter-node %s\n",
-			v.Against, strings.ToUpper(v.Status), v.ExpectedIntra, v.ExpectedInter, v.ObservedIntra, v.ObservedInter)
+		fmt.Fprintf(w, "\nverdict against %s: %s\n  expected %d rank(s) per node, intra-node %s, inter-node %s\n  observed %s rank(s) per node, intra-node %s, inter-node %s\n",
+			v.Against, strings.ToUpper(v.Status), v.ExpectedRanksPerNode, v.ExpectedIntra, v.ExpectedInter, count(v.ObservedRanksPerNode), v.ObservedIntra, v.ObservedInter)
 		if v.Reason != "" {
 			fmt.Fprintf(w, "  reason: %s\n", v.Reason)
 		}
@@ -171,6 +186,14 @@ func lineList(lines []int) string {
 		parts = append(parts, fmt.Sprint(n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// count prints a number the log may not give (0: unknown).
+func count(n int) string {
+	if n == 0 {
+		return "unknown"
+	}
+	return fmt.Sprint(n)
 }
 
 func orDash(s string) string {

@@ -21,7 +21,12 @@ type Connection struct {
 
 // CommReport describes one communicator.
 type CommReport struct {
-	ID          string       `json:"id"`
+	ID     string `json:"id"`
+	Parent string `json:"parent,omitempty"` // the communicator it was split from
+	// Excerpt: connections logged without their Init lines; ranks and nodes are unknown.
+	Excerpt bool `json:"excerpt,omitempty"`
+	// Ranks, Nodes and LocalRanks are 0 when the log does not say: nodes from NCCL's nNodes line
+	// or from every rank's own lines, never guessed from the hosts one pod's log shows.
 	Ranks       int          `json:"ranks"`
 	Nodes       int          `json:"nodes"`
 	LocalRanks  int          `json:"localRanksPerNode"`
@@ -60,6 +65,10 @@ type Verdict struct {
 	ObservedIntra string `json:"observedIntraNode"`
 	ObservedInter string `json:"observedInterNode"`
 	Match         bool   `json:"match"`
+	// ExpectedRanksPerNode is the GPUs of one pod (NCCL's node); Observed is NCCL's localRanks,
+	// 0 when the log does not say.
+	ExpectedRanksPerNode int `json:"expectedRanksPerNode"`
+	ObservedRanksPerNode int `json:"observedRanksPerNode"`
 	// Status is match, mismatch, or unknown when the log gives nothing to compare.
 	Status  string   `json:"status"`
 	Reason  string   `json:"reason,omitempty"` // why the status is unknown
@@ -89,25 +98,45 @@ type Report struct {
 	NCCLWarnings []string  `json:"ncclWarnings,omitempty"`
 	CutLines     []CutLine `json:"cutLines,omitempty"`
 	UnreadLines  []int     `json:"unreadLines,omitempty"`
+	// What aws-ofi-nccl announced: the platform it tuned for, the provider and NICs it chose, and
+	// the variables it set itself (never blamed on the user).
+	Platform     string            `json:"platform,omitempty"`
+	Provider     string            `json:"provider,omitempty"`
+	NICs         int               `json:"nics,omitempty"`
+	PluginSetEnv map[string]string `json:"pluginSetEnv,omitempty"`
+	// InstanceType is the type the diagnosis reasoned about: the pool's, else the platform's.
+	InstanceType string `json:"instanceType,omitempty"`
 }
 
 // Diagnose builds the report; pool, when set, is the spec the job ran on.
 func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Report {
 	r := &Report{NCCLVersion: l.Version, NetPlugin: l.Plugin, PluginVersion: l.PluginVer, Network: l.Network,
 		Communicators: []CommReport{}, Topology: topo, Findings: []Finding{}}
-	if r.NetPlugin == "" {
+	switch {
+	case r.NetPlugin != "":
+	case l.Provider != "" || strings.Contains(l.Network, "Libfabric") || l.usedLibfabric():
+		r.NetPlugin = "Libfabric" // aws-ofi-nccl spoke (a provider, the Libfabric network) without NCCL naming it
+	default:
 		r.NetPlugin = "internal"
 	}
 	for _, c := range l.SortedComms() {
 		r.Communicators = append(r.Communicators, commReport(c))
 	}
-	if topo != nil && pool != nil {
-		topo.judgeP2P(&pool.Instance) // the catalog knows where PIX/PXB still means no P2P
+	r.Platform, r.Provider, r.NICs = l.Platform, l.Provider, l.NICs
+	if len(l.PluginSet) > 0 {
+		r.PluginSetEnv = l.PluginSet
 	}
-	r.Findings = signatures(l, topo, pool, r.Communicators)
+	it := instanceOf(l, pool)
+	if it != nil {
+		r.InstanceType = it.Name
+	}
+	if topo != nil && it != nil {
+		topo.judgeP2P(it) // the catalog knows where PIX/PXB still means no P2P
+	}
+	r.Findings = signatures(l, topo, it, r.Communicators)
 	switch {
 	case pool != nil && len(r.Communicators) > 0:
-		r.Verdict = verdict(r.Communicators[0], pool, against)
+		r.Verdict = verdict(r.Communicators[0], l.Network, pool, against) // the largest: the job's world
 	case pool != nil:
 		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
 			ObservedIntra: topology.TransportNone, ObservedInter: topology.TransportNone, Status: VerdictUnknown,
@@ -115,7 +144,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
 	r.CutLines, r.UnreadLines = l.CutLines, l.UnreadLines
-	quoted := map[string]bool{}
+	quoted := map[string]bool{l.PluginFailure: true}
 	for _, f := range r.Findings {
 		quoted[f.Evidence] = true
 	}
@@ -128,12 +157,12 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 }
 
 func commReport(c *Comm) CommReport {
-	cr := CommReport{ID: c.ID, Ranks: c.Ranks, Nodes: c.Nodes, LocalRanks: c.LocalRanks, Channels: c.Channels,
-		IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
-	if cr.Nodes == 0 {
-		cr.Nodes = c.Hosts()
+	cr := CommReport{ID: c.ID, Parent: c.Parent, Excerpt: c.Excerpt, Ranks: c.Ranks, Nodes: c.Nodes, LocalRanks: c.LocalRanks,
+		Channels: c.Channels, IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
+	if cr.Nodes == 0 && c.Ranks > 0 && len(c.rankHost) == c.Ranks {
+		cr.Nodes = c.Hosts() // every rank printed its own lines: their hosts are the nodes
 	}
-	if cr.LocalRanks == 0 && cr.Nodes > 0 {
+	if cr.LocalRanks == 0 && cr.Nodes > 0 && c.Ranks%cr.Nodes == 0 {
 		cr.LocalRanks = c.Ranks / cr.Nodes
 	}
 	cr.Peers = []Peer{}
@@ -167,7 +196,26 @@ func commReport(c *Comm) CommReport {
 	return cr
 }
 
-func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport) []Finding {
+// pluginPlatforms: before 1.5 aws-ofi-nccl named its platform, not the instance type.
+var pluginPlatforms = map[string]string{"P4d": "p4d.24xlarge", "P4de": "p4de.24xlarge", "P5": "p5.48xlarge"}
+
+// instanceOf is the instance type the job ran on: the pool's when one is given, else the
+// platform aws-ofi-nccl announced, when the catalog knows it.
+func instanceOf(l *Log, pool *topology.PoolSpec) *topology.InstanceType {
+	if pool != nil {
+		return &pool.Instance
+	}
+	name := l.Platform
+	if n, ok := pluginPlatforms[name]; ok {
+		name = n
+	}
+	if it, ok := topology.LookupInstanceType(name); ok {
+		return &it
+	}
+	return nil
+}
+
+func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommReport) []Finding {
 	var fs []Finding
 	add := func(code, severity, evidence, cause, fix string) {
 		fs = append(fs, Finding{code, severity, evidence, cause, fix})
@@ -176,27 +224,42 @@ func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport)
 	for _, c := range comms {
 		socket = socket || c.InterNode == topology.TransportNetSocket
 	}
-	if l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) {
-		add("net-plugin-fallback", topology.SeverityError,
-			"aws-ofi-nccl: \"No eligible providers were found\"; NCCL then uses network Socket",
+	if l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) {
+		evidence := "aws-ofi-nccl: \"No eligible providers were found\"; NCCL then uses network Socket"
+		if l.PluginFailure != "" {
+			evidence = "aws-ofi-nccl: \"" + l.PluginFailure + "\"; NCCL then uses network " + orUnknown(l.Network)
+		}
+		add("net-plugin-fallback", topology.SeverityError, evidence,
 			"the pod has no EFA device: it requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes)",
 			"request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa, and check the EFA device plugin runs on the node")
 	}
-	nvswitch := (topo != nil && topo.NVLink()) || (pool != nil && pool.Instance.Interconnect == topology.InterconnectNVSwitch)
-	for _, c := range l.SortedComms() {
-		if c.AllOnDevice0() && (c.LocalRanks == 1 || c.Hosts() == c.Ranks) && c.Ranks > 1 {
-			cause := "each pod holds one GPU, so ranks on one node are isolated from each other and talk over the network"
-			if nvswitch {
-				cause += " instead of NVLink through NVSwitch"
-			}
-			add("one-gpu-per-pod", topology.SeverityWarning,
-				fmt.Sprintf("communicator %s: all %d ranks drive cudaDev 0, %d per node", c.ID, c.Ranks, max(c.LocalRanks, 1)),
-				cause, "run one pod per node holding every GPU and EFA device (podLayout: pod-per-node)")
-			break
+	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == topology.InterconnectNVSwitch)
+	for i, c := range l.SortedComms() {
+		cr := comms[i]
+		// One rank per NCCL node (NCCL's node is the pod: its host hash) on a type with several
+		// GPUs, or every rank on cudaDev 0 across as many hosts as ranks: one GPU per pod.
+		// Without the instance type (no profile, no platform line) a node's GPU count is unknown:
+		// sixteen single-GPU machines look the same as sixteen one-GPU pods, so nothing is claimed.
+		onePerNode := cr.LocalRanks == 1 && c.Ranks > 1 && it != nil && it.GPUCount > 1
+		onDevice0 := c.AllOnDevice0() && (c.LocalRanks == 1 || c.Hosts() == c.Ranks) && c.Ranks > 1 && it != nil && it.GPUCount > 1
+		if !onePerNode && !onDevice0 {
+			continue
 		}
+		cause := "each pod holds one GPU, so ranks on one node are isolated from each other and talk over the network"
+		if nvswitch {
+			cause += " instead of NVLink through NVSwitch"
+		}
+		evidence := fmt.Sprintf("communicator %s: all %d ranks drive cudaDev 0, %d per node", c.ID, c.Ranks, max(c.LocalRanks, 1))
+		if onePerNode {
+			evidence = fmt.Sprintf("communicator %s: %d ranks, 1 per node (NCCL counts each pod as a node) on %s, which has %d GPUs",
+				c.ID, c.Ranks, it.Name, it.GPUCount)
+		}
+		add("one-gpu-per-pod", topology.SeverityWarning, evidence, cause,
+			"run one pod per node holding every GPU and EFA device (podLayout: pod-per-node)")
+		break
 	}
 	for _, key := range []string{"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_READ_ENABLE"} {
-		if v, ok := l.Env[key]; ok {
+		if v, ok := l.Env[key]; ok && l.PluginSet[key] != v {
 			add("p2p-restricted", topology.SeverityWarning, fmt.Sprintf("%s set by environment to %s", key, v),
 				"GPU peer-to-peer is disabled or forced into read mode by the environment (often a leftover from a virtualised or PCIe-only host)",
 				"unset "+key+" unless a benchmark on this instance type proved it faster")
@@ -217,7 +280,9 @@ func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport)
 			"ranks waited for each other to start: slow pod scheduling or image pulls, or a bootstrap interface that is hard to reach",
 			"start all ranks together (a gang-scheduled Job), pre-pull the image, and pin NCCL_SOCKET_IFNAME to the pod's interface if the log shows several")
 	}
-	if v, ok := l.Env["NCCL_PROTO"]; ok {
+	// aws-ofi-nccl sets NCCL_PROTO itself on some platforms; NCCL then reports it "set by
+	// environment" like any other: only a value the plugin did not set is the user's.
+	if v, ok := l.Env["NCCL_PROTO"]; ok && l.PluginSet["NCCL_PROTO"] != v {
 		add("nccl-proto-forced", topology.SeverityWarning, "NCCL_PROTO set by environment to "+v,
 			"one protocol is forced for every message size; NCCL and aws-ofi-nccl choose per platform",
 			"unset NCCL_PROTO unless a benchmark on this instance type proved it better")
@@ -241,31 +306,73 @@ func signatures(l *Log, topo *Topo, pool *topology.PoolSpec, comms []CommReport)
 	return fs
 }
 
-func verdict(c CommReport, pool *topology.PoolSpec, against string) *Verdict {
-	v := &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
-		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true, Status: VerdictMatch}
-	defer func() {
-		if !v.Match {
-			v.Status = VerdictMismatch
-		}
-	}()
-	if topology.WorseTransport(c.IntraNode, v.ExpectedIntra) {
-		v.Match = false
-		switch {
-		case strings.HasPrefix(c.IntraNode, "net"):
-			v.Changes = append(v.Changes, "ranks on one node talk over the network: run one pod per node holding every GPU (podLayout: pod-per-node)")
-		default:
-			v.Changes = append(v.Changes, fmt.Sprintf("intra-node traffic uses %s instead of %s: check NCCL_P2P_* settings, that fabric manager runs (NVSwitch types) and that the pod sees all GPUs", c.IntraNode, v.ExpectedIntra))
-		}
+func verdict(c CommReport, network string, pool *topology.PoolSpec, against string) *Verdict {
+	// NCCL's node is a pod (its host hash). With one GPU per pod NCCL sees no second rank on a
+	// node: the machine's pods reach each other through the network, judged as inter-node.
+	perPod := pool.TrainingPod.GPUsPerPod
+	expIntra := pool.NCCL.IntraNode.Class
+	if perPod <= 1 {
+		expIntra = topology.TransportNone
 	}
-	if topology.WorseTransport(c.InterNode, v.ExpectedInter) {
-		v.Match = false
-		switch {
-		case c.InterNode == topology.TransportNetSocket:
-			v.Changes = append(v.Changes, "inter-node traffic fell back to TCP sockets: give the pod its EFA devices (vpc.amazonaws.com/efa) and check the EFA device plugin and aws-ofi-nccl load")
-		default:
-			v.Changes = append(v.Changes, fmt.Sprintf("inter-node traffic uses %s instead of %s: GPUDirect RDMA is not in use; check the node image's EFA and NVIDIA peer-memory (dmabuf) support", c.InterNode, v.ExpectedInter))
-		}
+	v := &Verdict{Against: against, ExpectedIntra: expIntra, ExpectedInter: pool.NCCL.InterNode.Class,
+		ExpectedRanksPerNode: perPod, ObservedRanksPerNode: c.LocalRanks,
+		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true}
+	mismatch := func(change string) { v.Match, v.Changes = false, append(v.Changes, change) }
+	var unknown []string
+
+	switch {
+	case c.LocalRanks > 0 && c.LocalRanks != perPod && c.LocalRanks == 1:
+		mismatch(fmt.Sprintf("NCCL found 1 rank per node, where %s puts %d GPUs in one pod: each pod holds one GPU, so its GPUs' traffic leaves %s for the network; run one pod per node holding every GPU (podLayout: pod-per-node)",
+			against, perPod, intraNodeName(pool)))
+	case c.LocalRanks > 0 && c.LocalRanks != perPod:
+		mismatch(fmt.Sprintf("NCCL found %d ranks per node, where %s puts %d GPUs in one pod: check the pod's GPU request and the launcher's ranks per pod (-npernode, --nproc-per-node)",
+			c.LocalRanks, against, perPod))
+	case c.LocalRanks == 0:
+		unknown = append(unknown, "the log does not say how many ranks share a node (no nNodes/localRanks line, and not every rank's lines)")
+	}
+
+	switch {
+	case topology.WorseTransport(c.IntraNode, expIntra):
+		mismatch(fmt.Sprintf("intra-node traffic uses %s instead of %s: check NCCL_P2P_* settings, that fabric manager runs (NVSwitch types) and that the pod sees all GPUs", c.IntraNode, expIntra))
+	case expIntra != topology.TransportNone && c.IntraNode == topology.TransportNone && c.LocalRanks > 1:
+		mismatch(fmt.Sprintf("%d ranks share each node, yet no intra-node connection was logged where %s is expected", c.LocalRanks, expIntra))
+	case expIntra != topology.TransportNone && c.IntraNode == topology.TransportNone && c.LocalRanks == 0:
+		unknown = append(unknown, fmt.Sprintf("no intra-node connection was logged, and whether ranks share a node is unknown: %s cannot be checked", expIntra))
+	}
+
+	switch {
+	case topology.WorseTransport(c.InterNode, v.ExpectedInter) && c.InterNode == topology.TransportNetSocket:
+		mismatch("inter-node traffic fell back to TCP sockets: give the pod its EFA devices (vpc.amazonaws.com/efa) and check the EFA device plugin and aws-ofi-nccl load")
+	case topology.WorseTransport(c.InterNode, v.ExpectedInter):
+		mismatch(fmt.Sprintf("inter-node traffic uses %s instead of %s: GPUDirect RDMA is not in use; check the node image's EFA and NVIDIA peer-memory (dmabuf) support", c.InterNode, v.ExpectedInter))
+	case strings.HasPrefix(v.ExpectedInter, "net-libfabric") && network == "Socket":
+		// No inter-node connection in this communicator, but NCCL chose its network for every one.
+		mismatch("NCCL chose network Socket: inter-node traffic runs over TCP, not EFA; see the findings for why aws-ofi-nccl was not used")
+	case v.ExpectedInter != topology.TransportNone && c.InterNode == topology.TransportNone && c.Nodes != 1:
+		unknown = append(unknown, fmt.Sprintf("no inter-node connection was logged: %s cannot be checked", v.ExpectedInter))
+	}
+
+	switch {
+	case !v.Match:
+		v.Status = VerdictMismatch
+	case len(unknown) > 0:
+		v.Match, v.Status, v.Reason = false, VerdictUnknown, strings.Join(unknown, "; ")
+	default:
+		v.Status = VerdictMatch
 	}
 	return v
+}
+
+func intraNodeName(pool *topology.PoolSpec) string {
+	if pool.Instance.Interconnect == topology.InterconnectNVSwitch {
+		return "NVLink"
+	}
+	return "the node"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(not logged)"
+	}
+	return s
 }

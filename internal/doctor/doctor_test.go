@@ -62,7 +62,7 @@ func TestCommunicatorsAndTransports(t *testing.T) {
 		ranks, nodes, local, chans int
 		intra, inter, findings     string
 	}{
-		{"p5-efa.log", "2.23.4+cuda12.6", "AWS Libfabric", "Libfabric", 16, 2, 8, 32,
+		{"p5-efa.log", "2.23.4+cuda12.6", "Libfabric", "Libfabric", 16, 2, 8, 32,
 			topology.TransportP2P, topology.TransportNetLibfabricGDR, ""},
 		{"g6e-ena-fallback.log", "2.21.5+cuda12.4", "AWS Libfabric", "Socket", 16, 4, 4, 2,
 			topology.TransportSHM, topology.TransportNetSocket, "net-plugin-fallback"},
@@ -166,7 +166,9 @@ func TestVerdict(t *testing.T) {
 		{"g6e-ena-fallback.log", "g6e-ena", true, ""},
 		{"g6e-ena-fallback.log", "g6e-efa", false, "fell back to TCP sockets"},
 		{"p4d-pod-per-gpu.log", "p4d-pod-per-gpu", true, ""},
-		{"p4d-pod-per-gpu.log", "p4d-efa", true, ""}, // no intra-node connection to judge; inter matches
+		// One rank per NCCL node on a pod-per-node profile of an 8-GPU type: the pods split the
+		// node, so NVLink goes unused.
+		{"p4d-pod-per-gpu.log", "p4d-efa", false, "NCCL found 1 rank per node, where profile p4d-efa puts 8 GPUs in one pod"},
 	}
 	for _, c := range cases {
 		r := Diagnose(parseFile(t, c.log), nil, profile(t, c.profile), "profile "+c.profile)

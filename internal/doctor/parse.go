@@ -10,31 +10,53 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Line formats, as NCCL prints them (NCCL user guide, "Environment variables: NCCL_DEBUG";
-// src/init.cc, src/transport/*.cc) and aws-ofi-nccl (src/nccl_ofi_net.cpp):
+// src/debug.cc, src/init.cc, src/transport/*.cc) and aws-ofi-nccl (src/nccl_ofi_net.cpp):
 //
 //	host:pid:tid [cudaDev] NCCL INFO <message>
-//	host:pid:tid [cudaDev] NCCL WARN <message>
+//	host:pid:tid [cudaDev] <function or file>:<line> NCCL WARN <message>
 //
-// anywhere in a line: pod-name prefixes, `[1,0]<stdout>:` from mpirun and timestamps before it
+// anywhere in a line: launcher prefixes (`[1,0]<stdout>:`, `[rank0]:`, `0: `, `[default0]:`, Ray's
+// `(RayTrainWorker pid=…)`), pod names, timestamps and CloudWatch's `| time |` columns before it
 // are ignored, and so is everything that does not match (application output, truncated lines).
+// Every spelling seen in NCCL 2.4 to 2.28 and aws-ofi-nccl 1.0 to 1.16 logs is read (the corpus in
+// testdata/corpus names the public log each spelling was studied in).
 var (
-	ncclPrefix   = regexp.MustCompile(`([^\s:\]>|]+):(\d+):(\d+) \[(\d+)\]$`) // what stands before " NCCL INFO"
-	versionRe    = regexp.MustCompile(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`)
-	commRe       = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-f]+)(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`)
-	nodesRe      = regexp.MustCompile(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`)
-	channelRe    = regexp.MustCompile(`Channel (\d+)/\d+ : (\d+)\[[0-9a-f]+\] -> (\d+)\[[0-9a-f]+\](?: \[(send|receive)\])? via (.+?)\s*$`)
-	collChanRe   = regexp.MustCompile(`(\d+) coll channels`)
-	pluginRe     = regexp.MustCompile(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`)
-	loadedRe     = regexp.MustCompile(`NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`)
-	usingNetRe   = regexp.MustCompile(`Using network (.+)$`)
-	timingsRe    = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
-	envSetRe     = regexp.MustCompile(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+)`)
+	// What stands before " NCCL INFO": the process and, on WARN lines, the source location.
+	ncclPrefix = regexp.MustCompile(`([^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: \S+:\d+)?$`)
+	versionRe  = regexp.MustCompile(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`)
+	// ncclCommInitRank / ncclCommSplit / plain "comm": split communicators add parent, color and
+	// key before commId (NCCL ≥ 2.18).
+	commRe = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-f]+))?(?: parent (0x[0-9a-f]+))?.*?(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`)
+	// nNodes and localRanks: the ranks NCCL found on each node (NCCL ≥ 2.12; MNNVL may follow).
+	nodesRe = regexp.MustCompile(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`)
+	// A connection: "Channel 00/0 : 0[0] -> 1[1] via …" (NCCL ≥ 2.12), "Channel 04 : 25[101d0] ->
+	// 24[101c0] via …" (2.7 to 2.11: no /N, peer ids rank[busId]), "Ring 00 : 26[2] -> 30[6] via …"
+	// and "Ring 00 : 7 -> 8 [send] via …" (2.4 to 2.6), with or without [send]/[receive].
+	channelRe  = regexp.MustCompile(`(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[0-9a-f]+\])? -> (\d+)(?:\[[0-9a-f]+\])?(?: \[(send|receive)\])? via (.+?)\s*$`)
+	collChanRe = regexp.MustCompile(`(\d+) coll channels`)
+	pluginRe   = regexp.MustCompile(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`)
+	loadedRe   = regexp.MustCompile(`NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`)
+	usingNetRe = regexp.MustCompile(`Using network (.+)$`)
+	timingsRe  = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
+	// NCCL ends some of these lines with a period ("NCCL_IB_DISABLE set by environment to 1.").
+	envSetRe = regexp.MustCompile(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`)
+	// What aws-ofi-nccl announces: the platform it tuned for ("p4d.24xlarge", or "P4d" before 1.5),
+	// the provider and NICs it selected, and each variable it set itself.
+	platformRe   = regexp.MustCompile(`NET/OFI Running on (\S+?) platform`)
+	providerRe   = regexp.MustCompile(`NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;-]+)`)
+	nicsRe       = regexp.MustCompile(`found (\d+) nics`)
+	pluginSetRe  = regexp.MustCompile(`NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`)
+	pluginAddRe  = regexp.MustCompile(`NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`)
+	pluginFailRe = regexp.MustCompile(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list`)
 	cudaErrorRe  = regexp.MustCompile(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`)
 	unreachableR = regexp.MustCompile(`FI_EHOSTUNREACH|Unresponsive receiver|EHOSTUNREACH`)
 	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
+	hexNumber    = regexp.MustCompile(`0x[0-9a-fA-F]+`)
 )
 
 // Log is what a parse found.
@@ -53,6 +75,18 @@ type Log struct {
 	BootstrapSec float64           // the slowest bootstrap of the Init timings lines
 	InitSec      float64
 	Warnings     []string
+	// Platform is the instance type aws-ofi-nccl says it runs on ("" when it says none).
+	Platform string
+	// Provider and NICs are what aws-ofi-nccl selected ("efa", 32).
+	Provider string
+	NICs     int
+	// PluginSet are the variables aws-ofi-nccl set itself: NCCL then reports them "set by
+	// environment", yet no user set them.
+	PluginSet map[string]string
+	// PluginFailure is the line saying aws-ofi-nccl could not start ("" when it did).
+	PluginFailure string
+	pluginNamed   bool // NCCL named the plugin it loaded
+	warned        map[string]bool
 	// CutLines are lines longer than maxLine, read only in their first maxLine bytes.
 	CutLines []CutLine
 	// UnreadLines are the numbers of lines skipped as binary (not UTF-8, or holding NUL).
@@ -67,7 +101,12 @@ type CutLine struct {
 
 // Comm is one communicator.
 type Comm struct {
-	ID         string
+	ID string
+	// Parent is the communicator this one was split from (ncclCommSplit), "" for a root one.
+	Parent string
+	// Excerpt: the log holds this communicator's connections but not its Init lines (a pasted
+	// excerpt): ranks, nodes and hosts are unknown.
+	Excerpt    bool
 	Ranks      int
 	Nodes      int // from "nNodes", 0 when NCCL did not print it
 	LocalRanks int
@@ -95,8 +134,14 @@ const maxLine = 1 << 20
 
 // Parse reads an NCCL_DEBUG=INFO log of any number of ranks, interleaved.
 func Parse(r io.Reader) (*Log, error) {
-	l := &Log{Env: map[string]string{}, Comms: map[string]*Comm{}}
-	current := map[string]*Comm{} // host:pid → communicator being initialised
+	l := &Log{Env: map[string]string{}, Comms: map[string]*Comm{}, PluginSet: map[string]string{}}
+	// The communicator each thread (host:pid:tid) and, failing that, each process (host:pid) is
+	// initialising: NCCL initialises a communicator in one thread, so concurrent inits in one
+	// process (process groups created together) stay apart.
+	current := map[string]*Comm{}
+	pending := map[string]*Comm{} // connections logged before any Init line of their thread
+	inits := map[string]int{}     // communicators without commId seen per thread and size
+	startSeen := map[string]bool{}
 	lr := newLineReader(r)
 	binary := 0
 	for {
@@ -122,33 +167,63 @@ func Parse(r io.Reader) (*Log, error) {
 				l.Version = m[1]
 			}
 		}
-		host, pid, level, msg, ok := splitNCCL(line)
+		host, pid, tid, level, msg, ok := splitNCCL(line)
 		if !ok {
+			// A pasted excerpt: connection lines without the process prefix, or without even
+			// "NCCL INFO". Read them as connections of an unknown communicator.
+			if ch := match(line, " via ", channelRe); ch != nil {
+				l.NCCLLines++
+				c := l.comm(ExcerptComm)
+				c.Excerpt = true
+				c.Channels = max(c.Channels, atoi(ch[1])+1)
+				c.edge(atoi(ch[1]), atoi(ch[2]), atoi(ch[3]), ch[5])
+			}
 			continue
 		}
 		l.NCCLLines++
-		proc := host + ":" + pid
+		proc, thread := host+":"+pid, host+":"+pid+":"+tid
 		l.parseMessage(msg, level)
 		if c := match(msg, "Init ", commRe); c != nil {
-			id := c[6]
+			id := c[7]
 			if id == "" {
-				id = c[1]
+				// No commId (NCCL before 2.10): the pointer differs in every process, so the
+				// ranks of one communicator are those with its size, in their thread's order.
+				key := fmt.Sprintf("%s|%s", thread, c[3])
+				if c[8] == "START" || !startSeen[thread] {
+					inits[key]++
+				}
+				id = fmt.Sprintf("(no commId: %s ranks, #%d)", c[3], inits[key])
 			}
-			comm := l.Comms[id]
-			if comm == nil {
-				comm = &Comm{ID: id, rankHost: map[int]string{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[[3]int]bool{}}
-				l.Comms[id] = comm
-			}
+			comm := l.comm(id)
+			comm.Parent = c[6]
 			rank := atoi(c[2])
 			comm.Ranks, comm.rankHost[rank], comm.rankDev[rank] = atoi(c[3]), host, atoi(c[4])
-			if c[7] == "START" {
-				current[proc] = comm
+			if c[8] == "START" {
+				startSeen[thread] = true
+				current[thread], current[proc] = comm, comm
+			} else if !startSeen[thread] {
+				// NCCL before 2.9 prints no START and logs the connections first: they belong to
+				// the communicator this COMPLETE line names, and so do the thread's later ones.
+				if p := pending[thread]; p != nil {
+					comm.absorb(p)
+					delete(pending, thread)
+				}
+				current[thread], current[proc] = comm, comm
 			}
 			continue
 		}
-		comm := current[proc]
+		comm := current[thread]
 		if comm == nil {
-			continue
+			comm = current[proc]
+		}
+		if comm == nil {
+			if !strings.Contains(msg, " via ") {
+				continue
+			}
+			if pending[thread] == nil {
+				pending[thread] = newComm("")
+			}
+			comm = pending[thread] // until an Init line says whose they are
 		}
 		if n := match(msg, "nNodes", nodesRe); n != nil {
 			comm.Nodes, comm.LocalRanks = atoi(n[2]), atoi(n[3])
@@ -156,11 +231,17 @@ func Parse(r io.Reader) (*Log, error) {
 		if n := match(msg, "coll channels", collChanRe); n != nil {
 			comm.Channels = max(comm.Channels, atoi(n[1]))
 		}
-		if ch := match(msg, "Channel ", channelRe); ch != nil {
+		if ch := match(msg, " via ", channelRe); ch != nil {
 			comm.Channels = max(comm.Channels, atoi(ch[1])+1)
 			from, to := atoi(ch[2]), atoi(ch[3])
-			comm.edge(atoi(ch[1]), from, to, ch[5], host)
+			comm.edge(atoi(ch[1]), from, to, ch[5])
 		}
+	}
+	// Connections never claimed by an Init line: the log is an excerpt.
+	for _, thread := range topology.SortedKeys(pending) {
+		x := l.comm(ExcerptComm)
+		x.Excerpt = true
+		x.absorb(pending[thread])
 	}
 	switch {
 	case l.Lines == 0:
@@ -173,21 +254,72 @@ func Parse(r io.Reader) (*Log, error) {
 	return l, nil
 }
 
-// splitNCCL finds "host:pid:tid [dev] NCCL INFO|WARN message" anywhere in a line.
-func splitNCCL(line string) (host, pid, level, msg string, ok bool) {
-	i := strings.Index(line, "] NCCL ")
-	if i < 0 || len(line) < i+12 {
-		return "", "", "", "", false
+// ExcerptComm is the id of the communicator that collects connections logged without their
+// communicator's Init lines.
+const ExcerptComm = "(excerpt: no Init lines)"
+
+// comm returns the communicator of an id, creating it.
+func (l *Log) comm(id string) *Comm {
+	c := l.Comms[id]
+	if c == nil {
+		c = newComm(id)
+		l.Comms[id] = c
 	}
-	level = line[i+7 : i+11]
-	if level != "INFO" && level != "WARN" || line[i+11] != ' ' {
-		return "", "", "", "", false
+	return c
+}
+
+func newComm(id string) *Comm {
+	return &Comm{ID: id, rankHost: map[int]string{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[[3]int]bool{}}
+}
+
+// usedLibfabric says whether any connection went through aws-ofi-nccl's Libfabric transport.
+func (l *Log) usedLibfabric() bool {
+	for _, c := range l.Comms {
+		for k := range c.Edges {
+			if strings.Contains(k, "Libfabric") {
+				return true
+			}
+		}
 	}
-	m := ncclPrefix.FindStringSubmatch(line[:i+1])
-	if m == nil {
-		return "", "", "", "", false
+	return false
+}
+
+// absorb takes over the connections another (pending) communicator collected.
+func (c *Comm) absorb(o *Comm) {
+	c.Channels = max(c.Channels, o.Channels)
+	for k, n := range o.Edges {
+		c.Edges[k] += n
 	}
-	return m[1], m[2], level, line[i+12:], true
+	for k, n := range o.Peers {
+		c.Peers[k] += n
+	}
+	for k := range o.seen {
+		c.seen[k] = true
+	}
+}
+
+// splitNCCL finds "host:pid:tid [dev] [location] NCCL INFO|WARN message" anywhere in a line.
+func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
+	for from := 0; ; {
+		j := strings.Index(line[from:], " NCCL ")
+		if j < 0 {
+			return "", "", "", "", "", false
+		}
+		i := from + j
+		from = i + 1
+		if len(line) < i+11 {
+			return "", "", "", "", "", false
+		}
+		level = line[i+6 : i+10]
+		if level != "INFO" && level != "WARN" || line[i+10] != ' ' {
+			continue
+		}
+		m := ncclPrefix.FindStringSubmatch(line[:i])
+		if m == nil {
+			continue
+		}
+		return m[1], m[2], m[3], level, line[i+11:], true
+	}
 }
 
 // match runs re only on messages holding key: most lines are channel lines, and a substring
@@ -204,16 +336,30 @@ func (l *Log) parseMessage(msg, level string) {
 		return // the hot path: nothing below applies to channel lines
 	}
 	if m := match(msg, "aws-ofi-nccl", pluginRe); m != nil {
-		l.Plugin, l.PluginVer = "AWS Libfabric", m[1]
+		l.PluginVer = m[1]
+		if !l.pluginNamed {
+			l.Plugin = "AWS Libfabric"
+		}
 	}
-	if m := match(msg, "NET/Plugin", loadedRe); m != nil && l.Plugin == "" {
-		l.Plugin = strings.TrimSpace(m[1])
+	if strings.Contains(msg, "NET/OFI") {
+		l.parsePlugin(msg)
+	}
+	if m := pluginFailRe.FindString(msg); m != "" && l.PluginFailure == "" {
+		l.PluginFailure = strings.TrimSpace(msg)
+	}
+	if m := match(msg, "NET/Plugin", loadedRe); m != nil {
+		l.Plugin, l.pluginNamed = strings.TrimSpace(m[1]), true // NCCL's own word for the plugin
 	}
 	if m := match(msg, "Using network", usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])
 	}
 	if strings.Contains(msg, "No eligible providers were found") {
 		l.NoProviders = true
+	}
+	if l.Version == "" {
+		if m := match(msg, "NCCL version", versionRe); m != nil {
+			l.Version = m[1]
+		}
 	}
 	if m := unreachableR.FindString(msg); m != "" {
 		l.Unreachable = append(l.Unreachable, strings.TrimSpace(msg))
@@ -231,31 +377,56 @@ func (l *Log) parseMessage(msg, level string) {
 			l.BootstrapSec, l.InitSec = boot, total
 		}
 	}
-	if level == "WARN" && len(l.Warnings) < 20 {
-		l.Warnings = append(l.Warnings, strings.TrimSpace(msg))
+	// Every rank prints the same warning, with its own pointers: each is kept once.
+	if w := strings.TrimSpace(msg); level == "WARN" && len(l.Warnings) < 20 {
+		key := hexNumber.ReplaceAllString(w, "0x…")
+		if l.warned == nil {
+			l.warned = map[string]bool{}
+		}
+		if !l.warned[key] {
+			l.warned[key] = true
+			l.Warnings = append(l.Warnings, w)
+		}
 	}
 }
 
-// edge records one channel connection, as intra-node or inter-node: ranks on different hosts
-// are inter-node; when the peer's host is unknown, a NET transport counts as inter-node.
-func (c *Comm) edge(channel, from, to int, via, host string) {
+// parsePlugin reads what aws-ofi-nccl announces about itself.
+func (l *Log) parsePlugin(msg string) {
+	if m := platformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
+		l.Platform = m[1]
+	}
+	if m := providerRe.FindStringSubmatch(msg); m != nil {
+		l.Provider = m[1]
+		if n := nicsRe.FindStringSubmatch(msg); n != nil {
+			l.NICs = atoi(n[1])
+		}
+	}
+	for _, re := range []*regexp.Regexp{pluginSetRe, pluginAddRe} {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			l.PluginSet[m[1]] = m[2]
+		}
+	}
+}
+
+// edge records one channel connection as NCCL placed it: NCCL connects ranks it found on one
+// node (the same host hash: one pod) with P2P, SHM or NVLS, and ranks on other nodes through a
+// network (NET, CollNet). The transport says where the peer is, even when the peer's own lines
+// are not in the log (one pod's log): locality is never guessed from the hosts seen.
+func (c *Comm) edge(channel, from, to int, via string) {
 	via = netDevice.ReplaceAllString(via, "/<n>") // one row per transport, not per NIC
 	key := [3]int{channel, from, to}
 	if c.seen[key] {
 		return
 	}
 	c.seen[key] = true
-	peer := to
-	if h, ok := c.rankHost[from]; ok && h != host {
-		peer = from
-	}
 	where := "intra"
-	if ph, ok := c.rankHost[peer]; ok {
-		if ph != host {
+	switch topology.ClassifyTransport(via) {
+	case topology.TransportNetSocket, topology.TransportNetLibfabric, topology.TransportNetLibfabricGDR, topology.TransportNetIB, topology.TransportCollNet:
+		where = "inter"
+	case topology.TransportOther:
+		if strings.HasPrefix(via, "NET/") {
 			where = "inter"
 		}
-	} else if strings.HasPrefix(via, "NET/") {
-		where = "inter"
 	}
 	c.Edges[where+"|"+via]++
 	c.Peers[peerKey{from, to, where, via}]++

@@ -85,3 +85,29 @@ func TestNoCommunicatorGivesAnUnknownVerdict(t *testing.T) {
 		t.Errorf("a verdict nobody asked for: %+v", r.Verdict)
 	}
 }
+
+// Lines as people paste them into issues: without the host:pid:tid prefix, or without even
+// "NCCL INFO"; and srun -l's "0: " prefix on full lines.
+func TestBareExcerptAndSrunPrefix(t *testing.T) {
+	in := strings.Join([]string{
+		"NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
+		"Channel 01 : 1[1] -> 2[0] via NET/Socket/0",
+		"0: gpu-st-1:4100:4150 [0] NCCL INFO Channel 00/0 : 2[0] -> 3[1] via P2P/CUMEM/read",
+	}, "\n")
+	l, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Diagnose(l, nil, nil, "")
+	if len(r.Communicators) != 1 || !r.Communicators[0].Excerpt {
+		t.Fatalf("communicators %+v", r.Communicators)
+	}
+	c := r.Communicators[0]
+	got := map[string]int{}
+	for _, conn := range c.Connections {
+		got[conn.Where+" "+conn.Class] += conn.Count
+	}
+	if got["intra-node shm"] != 1 || got["inter-node net-socket"] != 1 || got["intra-node p2p"] != 1 || c.Ranks != 0 {
+		t.Errorf("connections %v, ranks %d", got, c.Ranks)
+	}
+}

@@ -21,6 +21,9 @@ type Args struct {
 	PrivateSubnetIDs pulumi.StringArrayInput
 	PublicSubnetIDs  pulumi.StringArrayInput
 	Tags             map[string]string
+	// Needs are what the nodes use outside the cluster until they are gone (the route to AWS's
+	// APIs): the system node group depends on them.
+	Needs []pulumi.Resource
 }
 
 // Cluster is the gpucluster:index:Cluster component.
@@ -35,6 +38,14 @@ type Cluster struct {
 	NodeRoleARN          pulumi.StringOutput `pulumi:"nodeRoleArn"`
 	NodeRoleName         pulumi.StringOutput `pulumi:"nodeRoleName"`
 	SystemNodeGroup      pulumi.StringOutput `pulumi:"systemNodeGroupName"`
+
+	// NodeAccess is what every node uses until it is gone: the node security group with its
+	// rules and the node role's policy attachments. Node groups depend on it, so that
+	// `pulumi destroy` deletes their instances first.
+	NodeAccess []pulumi.Resource
+	// SystemNodes is the system node group: the Karpenter controller runs there and depends on
+	// it, so it outlives every Karpenter pool during `pulumi destroy`.
+	SystemNodes pulumi.Resource
 
 	// EKS is the pulumi-eks component: node groups depend on it.
 	EKS *eks.Cluster
@@ -73,9 +84,13 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	if err != nil {
 		return nil, err
 	}
-	role, err := nodeRole(ctx, name, s.Name, args.Region, tags, child)
+	role, attachments, err := nodeRole(ctx, name, s.Name, args.Region, tags, child)
 	if err != nil {
 		return nil, err
+	}
+	c.NodeAccess = append([]pulumi.Resource{}, sgs.nodeAccess...)
+	for _, a := range attachments {
+		c.NodeAccess = append(c.NodeAccess, a)
 	}
 
 	entries := map[string]eks.AccessEntryArgs{}
@@ -134,11 +149,12 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	c.NodeRoleARN = role.Arn
 	c.NodeRoleName = role.Name
 
-	ng, err := systemNodeGroup(ctx, name, s, c, args.PrivateSubnetIDs, tags, child)
+	ng, err := systemNodeGroup(ctx, name, s, c, args.PrivateSubnetIDs, tags, child,
+		pulumi.DependsOn(append(append([]pulumi.Resource{}, c.NodeAccess...), args.Needs...)))
 	if err != nil {
 		return nil, err
 	}
-	c.SystemNodeGroup = ng.NodeGroupName
+	c.SystemNodeGroup, c.SystemNodes = ng.NodeGroupName, ng
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"name": c.Name, "kubeconfig": c.Kubeconfig, "endpoint": c.Endpoint, "certificateAuthority": c.CertificateAuthority,
 		"nodeSecurityGroupId": c.NodeSecurityGroupID, "nodeRoleArn": c.NodeRoleARN, "nodeRoleName": c.NodeRoleName,

@@ -13,7 +13,7 @@ var NodePolicies = iampolicy.NodePolicies
 // Partition is the ARN partition of a region.
 var Partition = iampolicy.Partition
 
-func nodeRole(ctx *pulumi.Context, name, clusterName, region string, tags pulumi.StringMap, opts ...pulumi.ResourceOption) (*iam.Role, error) {
+func nodeRole(ctx *pulumi.Context, name, clusterName, region string, tags pulumi.StringMap, opts ...pulumi.ResourceOption) (*iam.Role, []*iam.RolePolicyAttachment, error) {
 	role, err := iam.NewRole(ctx, name+"-node", &iam.RoleArgs{
 		Name:             pulumi.String(clusterName + "-node"),
 		AssumeRolePolicy: pulumi.String(iampolicy.ServiceTrust("ec2.amazonaws.com").String()),
@@ -21,8 +21,8 @@ func nodeRole(ctx *pulumi.Context, name, clusterName, region string, tags pulumi
 		Tags:             tags,
 	}, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, err = iampolicy.AttachNodePolicies(ctx, name+"-node", role.Name, Partition(region), opts...)
-	return role, err
+	attachments, err := iampolicy.AttachNodePolicies(ctx, name+"-node", role.Name, Partition(region), opts...)
+	return role, attachments, err
 }

@@ -14,6 +14,7 @@ import (
 // reach CoreDNS on system nodes.
 type securityGroups struct {
 	controlPlane, node *ec2.SecurityGroup
+	nodeAccess         []pulumi.Resource // the node group and its rules
 }
 
 type rule struct {
@@ -57,15 +58,20 @@ func newSecurityGroups(ctx *pulumi.Context, name, clusterName string, vpcID pulu
 		{"control-plane-from-node", "nodes to the API server", true, "tcp", 443, 443, node, cp},
 		{"control-plane-egress", "control plane to nodes", false, "-1", 0, 0, nil, cp},
 	}
+	sgs := &securityGroups{controlPlane: cp, node: node, nodeAccess: []pulumi.Resource{node}}
 	for _, r := range rules {
-		if err := r.create(ctx, name, opts...); err != nil {
+		res, err := r.create(ctx, name, opts...)
+		if err != nil {
 			return nil, err
 		}
+		if r.group == node {
+			sgs.nodeAccess = append(sgs.nodeAccess, res)
+		}
 	}
-	return &securityGroups{controlPlane: cp, node: node}, nil
+	return sgs, nil
 }
 
-func (r rule) create(ctx *pulumi.Context, name string, opts ...pulumi.ResourceOption) error {
+func (r rule) create(ctx *pulumi.Context, name string, opts ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	var from, to pulumi.IntPtrInput
 	if r.protocol != "-1" {
 		from, to = pulumi.Int(r.from), pulumi.Int(r.to)
@@ -78,15 +84,13 @@ func (r rule) create(ctx *pulumi.Context, name string, opts ...pulumi.ResourceOp
 		cidr = pulumi.String("0.0.0.0/0")
 	}
 	if r.ingress {
-		_, err := vpc.NewSecurityGroupIngressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupIngressRuleArgs{
+		return vpc.NewSecurityGroupIngressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupIngressRuleArgs{
 			SecurityGroupId: r.group.ID(), Description: pulumi.String(r.description), IpProtocol: pulumi.String(r.protocol),
 			FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr,
 		}, opts...)
-		return err
 	}
-	_, err := vpc.NewSecurityGroupEgressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupEgressRuleArgs{
+	return vpc.NewSecurityGroupEgressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupEgressRuleArgs{
 		SecurityGroupId: r.group.ID(), Description: pulumi.String(r.description), IpProtocol: pulumi.String(r.protocol),
 		FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr,
 	}, opts...)
-	return err
 }

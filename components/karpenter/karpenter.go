@@ -38,6 +38,9 @@ type Args struct {
 	Tags        map[string]string
 	// K8s is the Kubernetes provider bound to the cluster.
 	K8s pulumi.ProviderResource
+	// Needs are what the controller needs, outside this component, to terminate its instances
+	// (the route from the system nodes to the EC2 API): the controller depends on them.
+	Needs []pulumi.Resource
 }
 
 // Controller is the gpucluster:index:Karpenter component.
@@ -51,6 +54,9 @@ type Controller struct {
 	// Chart is the controller release: NodePools depend on it, so `pulumi destroy` deletes them
 	// (and Karpenter terminates their instances) before the controller goes.
 	Chart *helmv4.Chart
+	// Keeps are what Karpenter's pools need until their instances are gone, besides the chart:
+	// the controller's permissions and the node role's policy attachments.
+	Keeps []pulumi.Resource
 }
 
 // interruptionEvents are the EventBridge events Karpenter reacts to before AWS takes a node.
@@ -110,8 +116,12 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	if err != nil {
 		return nil, err
 	}
-	if _, err := iampolicy.AttachNodePolicies(ctx, name+"-node", nodeRole.Name, partition, child); err != nil {
+	attachments, err := iampolicy.AttachNodePolicies(ctx, name+"-node", nodeRole.Name, partition, child)
+	if err != nil {
 		return nil, err
+	}
+	for _, a := range attachments {
+		c.Keeps = append(c.Keeps, a)
 	}
 	if _, err := awseks.NewAccessEntry(ctx, name+"-node", &awseks.AccessEntryArgs{
 		ClusterName: args.ClusterName, PrincipalArn: nodeRole.Arn, Type: pulumi.String("EC2_LINUX"), Tags: tags,
@@ -125,14 +135,16 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	if err != nil {
 		return nil, err
 	}
-	if _, err := iam.NewRolePolicy(ctx, name+"-controller", &iam.RolePolicyArgs{
+	policy, err := iam.NewRolePolicy(ctx, name+"-controller", &iam.RolePolicyArgs{
 		Role: role.Name,
 		Policy: pulumi.All(queue.Arn, nodeRole.Arn).ApplyT(func(v []any) string {
 			return controllerPolicy(partition, args.Region, args.Cluster, v[0].(string), v[1].(string)).String()
 		}).(pulumi.StringOutput),
-	}, child); err != nil {
+	}, child)
+	if err != nil {
 		return nil, err
 	}
+	c.Keeps = append(c.Keeps, policy)
 	agent, err := awseks.NewAddon(ctx, name+"-pod-identity-agent", &awseks.AddonArgs{
 		ClusterName: args.ClusterName, AddonName: pulumi.String("eks-pod-identity-agent"), Tags: tags,
 	}, child)
@@ -161,7 +173,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 				"limits":   pulumi.Map{"memory": pulumi.String("1Gi")},
 			}},
 		},
-	}, child, pulumi.Provider(args.K8s), pulumi.DependsOn([]pulumi.Resource{association}))
+	}, child, pulumi.Provider(args.K8s), pulumi.DependsOn(append([]pulumi.Resource{association, policy, queue}, args.Needs...)))
 	if err != nil {
 		return nil, err
 	}

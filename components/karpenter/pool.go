@@ -112,6 +112,9 @@ type PoolArgs struct {
 	Tags               map[string]string
 	Controller         *Controller
 	K8s                pulumi.ProviderResource
+	// Needs are what the pool's instances use until they are gone, outside Karpenter (the pool's
+	// placement and EFA groups, the node security group, the route to AWS's APIs).
+	Needs []pulumi.Resource
 }
 
 // Pool is the gpucluster:index:KarpenterPool component: one EC2NodeClass and one NodePool.
@@ -194,7 +197,8 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	objName := topology.PoolResourceName(a.Cluster, a.Spec.Name)
 	// After the controller on create; before it on destroy, so Karpenter still runs to
 	// terminate the pool's instances when its NodePool goes.
-	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn([]pulumi.Resource{a.Controller.Chart})}
+	needs := append(append([]pulumi.Resource{a.Controller.Chart}, a.Controller.Keeps...), a.Needs...)
+	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn(needs)}
 	nodeClass, err := apiextensions.NewCustomResource(ctx, name+"-nodeclass", &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String("karpenter.k8s.aws/v1"), Kind: pulumi.String("EC2NodeClass"),
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(objName)},

@@ -36,6 +36,12 @@ type Network struct {
 	PrivateSubnetIDs pulumi.StringMapOutput `pulumi:"privateSubnetIds"` // zone → subnet id
 	PublicSubnetIDs  pulumi.StringMapOutput `pulumi:"publicSubnetIds"`
 
+	// Egress is the way from the private subnets to AWS's APIs (the NAT gateway, the private route
+	// table and its associations): nodes and the Karpenter controller need it until their
+	// instances are gone, so they depend on it. Empty for an existing VPC, which gpucluster does
+	// not delete.
+	Egress []pulumi.Resource
+
 	zones           []string
 	private, public map[string]pulumi.StringOutput
 }
@@ -170,6 +176,7 @@ func (n *Network) create(ctx *pulumi.Context, name string, args Args, child pulu
 	if err != nil {
 		return nil, err
 	}
+	n.Egress = []pulumi.Resource{nat, privateRT}
 	for i, zone := range s.AvailabilityZones {
 		sub, err := ec2.NewSubnet(ctx, fmt.Sprintf("%s-private-%s", name, zone), &ec2.SubnetArgs{
 			VpcId: vpc.ID(), CidrBlock: pulumi.String(privateCIDRs[i]), AvailabilityZone: pulumi.String(zone),
@@ -180,11 +187,13 @@ func (n *Network) create(ctx *pulumi.Context, name string, args Args, child pulu
 		if err != nil {
 			return nil, err
 		}
-		if _, err := ec2.NewRouteTableAssociation(ctx, fmt.Sprintf("%s-private-%s", name, zone), &ec2.RouteTableAssociationArgs{
+		assoc, err := ec2.NewRouteTableAssociation(ctx, fmt.Sprintf("%s-private-%s", name, zone), &ec2.RouteTableAssociationArgs{
 			SubnetId: sub.ID(), RouteTableId: privateRT.ID(),
-		}, child); err != nil {
+		}, child)
+		if err != nil {
 			return nil, err
 		}
+		n.Egress = append(n.Egress, assoc)
 		n.private[zone] = sub.ID().ToStringOutput()
 	}
 	return public, nil

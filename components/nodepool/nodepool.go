@@ -29,6 +29,10 @@ type Args struct {
 	Endpoint             pulumi.StringOutput
 	CertificateAuthority pulumi.StringOutput
 	Tags                 map[string]string
+	// Needs are the resources outside the pool its instances use until they are gone (the node
+	// role's policy attachments, the node security group and its rules, the route to AWS's APIs):
+	// the node group depends on them, so `pulumi destroy` deletes its instances first.
+	Needs []pulumi.Resource
 }
 
 // NodePool is the gpucluster:index:NodePool component.
@@ -39,6 +43,11 @@ type NodePool struct {
 	EFASecurityGroupID pulumi.StringOutput `pulumi:"efaSecurityGroupId"` // "" without EFA
 	LaunchTemplateID   pulumi.StringOutput `pulumi:"launchTemplateId"`   // "" for Karpenter pools
 	NodeGroupName      pulumi.StringOutput `pulumi:"nodeGroupName"`      // "" for Karpenter pools
+
+	// Uses are the pool's own resources its instances use until they are gone: the placement
+	// group, the EFA security group and its rules. Whatever launches the instances depends on
+	// them (the node group here, a Karpenter NodePool in the program).
+	Uses []pulumi.Resource
 }
 
 var resourceName = topology.PoolResourceName
@@ -72,15 +81,17 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			return nil, err
 		}
 		np.PlacementGroupName = group.Name
+		np.Uses = append(np.Uses, group)
 	}
 
 	np.EFASecurityGroupID = pulumi.String("").ToStringOutput()
 	groups := pulumi.StringArray{args.NodeSecurityGroupID}
 	if len(spec.Network.EFASecurityGroup) > 0 {
-		efa, err := efaSecurityGroup(ctx, name, base, spec.Network.EFASecurityGroup, args.VpcID, tags, child)
+		efa, rules, err := efaSecurityGroup(ctx, name, base, spec.Network.EFASecurityGroup, args.VpcID, tags, child)
 		if err != nil {
 			return nil, err
 		}
+		np.Uses = append(append(np.Uses, efa), rules...)
 		np.EFASecurityGroupID = efa.ID().ToStringOutput()
 		groups = append(groups, efa.ID())
 	}
@@ -92,7 +103,8 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		if err != nil {
 			return nil, err
 		}
-		ng, err := newNodeGroup(ctx, name, base, spec, lt, args, tags, child)
+		needs := append(append([]pulumi.Resource{}, args.Needs...), np.Uses...)
+		ng, err := newNodeGroup(ctx, name, base, spec, lt, args, tags, child, pulumi.DependsOn(needs))
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +120,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 // efaSecurityGroup carries the spec's self-referencing rules. The derived rules are all
 // ingress-from-self and egress-to-self; any other rule shape is refused rather than guessed.
 func efaSecurityGroup(ctx *pulumi.Context, name, base string, rules []topology.SecurityGroupRule, vpcID pulumi.StringInput,
-	tags map[string]string, opts ...pulumi.ResourceOption) (*ec2.SecurityGroup, error) {
+	tags map[string]string, opts ...pulumi.ResourceOption) (*ec2.SecurityGroup, []pulumi.Resource, error) {
 	sgTags := map[string]string{"Name": base + "-efa"}
 	for k, v := range tags {
 		sgTags[k] = v
@@ -118,21 +130,23 @@ func efaSecurityGroup(ctx *pulumi.Context, name, base string, rules []topology.S
 		Tags: pulumi.ToStringMap(sgTags), RevokeRulesOnDelete: pulumi.Bool(true),
 	}, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var created []pulumi.Resource
 	for _, r := range rules {
 		if !r.Self {
-			return nil, fmt.Errorf("EFA rule %+v: only self-referencing rules are supported", r)
+			return nil, nil, fmt.Errorf("EFA rule %+v: only self-referencing rules are supported", r)
 		}
 		var err error
+		var rule *ec2.SecurityGroupRule
 		switch r.Direction {
 		case "ingress":
-			_, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-ingress-self", &ec2.SecurityGroupRuleArgs{
+			rule, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-ingress-self", &ec2.SecurityGroupRuleArgs{
 				SecurityGroupId: sg.ID(), Type: pulumi.String("ingress"), Protocol: pulumi.String(r.Protocol),
 				FromPort: pulumi.Int(r.FromPort), ToPort: pulumi.Int(r.ToPort), Self: pulumi.Bool(true), Description: pulumi.String(r.Description),
 			}, opts...)
 		case "egress":
-			_, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-egress-self", &ec2.SecurityGroupRuleArgs{
+			rule, err = ec2.NewSecurityGroupRule(ctx, name+"-efa-egress-self", &ec2.SecurityGroupRuleArgs{
 				SecurityGroupId: sg.ID(), Type: pulumi.String("egress"), Protocol: pulumi.String(r.Protocol),
 				FromPort: pulumi.Int(r.FromPort), ToPort: pulumi.Int(r.ToPort), Self: pulumi.Bool(true), Description: pulumi.String(r.Description),
 			}, opts...)
@@ -140,10 +154,11 @@ func efaSecurityGroup(ctx *pulumi.Context, name, base string, rules []topology.S
 			err = fmt.Errorf("EFA rule direction %q", r.Direction)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		created = append(created, rule)
 	}
-	return sg, nil
+	return sg, created, nil
 }
 
 func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec, lt *ec2.LaunchTemplate, args Args,

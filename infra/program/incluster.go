@@ -53,6 +53,7 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		if in.Karpenter == nil {
 			in.Karpenter, err = karpenter.New(ctx, spec.Cluster.Name+"-karpenter", karpenter.Args{
 				ClusterName: d.Cluster.Name, Cluster: spec.Cluster.Name, Region: spec.Region, Tags: tags, K8s: in.Provider,
+				Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
 			})
 			if err != nil {
 				return nil, err
@@ -65,7 +66,8 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name)+"-karpenter", karpenter.PoolArgs{
 			Spec: pool, Cluster: spec.Cluster.Name, NodeRoleName: in.Karpenter.NodeRoleName, PlacementGroupName: placementGroup,
 			Tags: tags, Controller: in.Karpenter, K8s: in.Provider,
-		}, pulumi.DependsOn([]pulumi.Resource{d.Pools[pool.Name]}))
+			Needs: append(append(append([]pulumi.Resource{}, d.Pools[pool.Name].Uses...), d.Cluster.NodeAccess...), d.Network.Egress...),
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -140,6 +140,7 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 	d.Cluster, err = cluster.New(ctx, spec.Cluster.Name, cluster.Args{
 		Region: spec.Region, Settings: spec.Cluster, VpcID: d.Network.VpcID,
 		PrivateSubnetIDs: d.Network.AllPrivateSubnets(), PublicSubnetIDs: d.Network.AllPublicSubnets(), Tags: tags,
+		Needs: d.Network.Egress,
 	})
 	if err != nil {
 		return nil, err
@@ -156,6 +157,7 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 			Spec: pool, ClusterName: d.Cluster.Name, ClusterSettings: spec.Cluster, VpcID: d.Network.VpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: d.Cluster.NodeSecurityGroupID, NodeRoleARN: d.Cluster.NodeRoleARN,
 			Endpoint: d.Cluster.Endpoint, CertificateAuthority: d.Cluster.CertificateAuthority, Tags: tags,
+			Needs: append(append([]pulumi.Resource{}, d.Cluster.NodeAccess...), d.Network.Egress...),
 		})
 		if err != nil {
 			return nil, err

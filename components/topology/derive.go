@@ -205,6 +205,13 @@ func deriveFindings(p Profile, it InstanceType, spec PoolSpec) []Finding {
 		fs = append(fs, Finding{SeverityInfo, "efa-unused",
 			fmt.Sprintf("%s supports EFA but the pool uses plain ENA: inter-node collectives run over TCP (field: 2.2x slower on g6e.12xlarge)", it.Name)})
 	}
+	// A managed node group's size changes only when someone sets it: gpucluster deploys no
+	// Cluster Autoscaler. A range would otherwise read as autoscaling.
+	if s := spec.Scaling; p.Provisioner == ProvisionerManagedNodeGroup && s.MinNodes < s.MaxNodes {
+		fs = append(fs, Finding{SeverityWarning, "no-autoscaler",
+			fmt.Sprintf("managed node group of %d to %d nodes runs %d: nothing gpucluster deploys scales it (no Cluster Autoscaler); change desiredSize with aws eks update-nodegroup-config, or use provisioner: karpenter to scale from zero on pending pods",
+				s.MinNodes, s.MaxNodes, s.DesiredNodes)})
+	}
 	if p.Capacity == CapacitySpot && efa > 0 {
 		fs = append(fs, Finding{SeverityInfo, "spot-efa",
 			"spot capacity for a tightly coupled EFA pool: one reclaimed node stops the whole job"})

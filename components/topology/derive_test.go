@@ -328,3 +328,33 @@ func checkSpecInvariants(t *testing.T, p Profile, s PoolSpec) {
 		fail("expected bandwidth %.1f of %d", s.NCCL.ExpectedInterNodeGbps, it.NetworkGbps)
 	}
 }
+
+// A managed node group with a range is not autoscaled by anything gpucluster deploys: the review
+// says so; a fixed size and a Karpenter pool (which scales on pending pods) do not get the finding.
+func TestNoAutoscalerFinding(t *testing.T) {
+	has := func(p Profile) (bool, string) {
+		s, err := Derive("gpu", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range s.Findings {
+			if f.Code == "no-autoscaler" {
+				return true, f.Message
+			}
+		}
+		return false, ""
+	}
+	ranged, _ := BuiltinProfile("g6e-efa")
+	ranged.MinNodes, ranged.MaxNodes = 0, 3
+	if ok, msg := has(ranged); !ok || !strings.Contains(msg, "0 to 3 nodes runs 1") || !strings.Contains(msg, "provisioner: karpenter") {
+		t.Errorf("managed 0-3: %v %q", ok, msg)
+	}
+	fixed, _ := BuiltinProfile("g6e-efa")
+	if ok, _ := has(fixed); ok {
+		t.Error("a fixed-size node group got no-autoscaler")
+	}
+	karp, _ := BuiltinProfile("karpenter-p5")
+	if ok, _ := has(karp); ok {
+		t.Error("a Karpenter pool got no-autoscaler")
+	}
+}

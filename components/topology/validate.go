@@ -45,7 +45,7 @@ func Validate(p Profile) []Problem {
 func validateScaling(ps *problems, p Profile) {
 	switch {
 	case p.MinNodes == p.MaxNodes && p.MaxNodes < 1:
-		ps.add("nodes", "set nodes to 1 or more (or minNodes: 0 with maxNodes >= 1 to scale from zero)",
+		ps.add("nodes", "set nodes to 1 or more (or minNodes: 0 with maxNodes >= 1 and provisioner: karpenter to scale from zero)",
 			"node count %d is below 1", p.MaxNodes)
 	case p.MinNodes < 0:
 		ps.add("minNodes", "set minNodes to 0 or more", "minNodes %d is negative", p.MinNodes)

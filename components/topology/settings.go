@@ -96,6 +96,7 @@ const (
 	KeyTrainingImage        = ConfigNamespace + ":trainingImage"
 	KeyNVIDIADriverVersion  = ConfigNamespace + ":nvidiaDriverVersion"
 	KeyFlowLogs             = ConfigNamespace + ":flowLogs"
+	KeyMaxHourlyCost        = ConfigNamespace + ":maxHourlyCost"
 )
 
 // DefaultNVIDIADriverVersion is the driver the fabric-manager DaemonSet matches when the stack

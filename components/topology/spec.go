@@ -24,6 +24,8 @@ type StackSpec struct {
 	// Environments are the ESC environments the stack file imports, which the offline commands
 	// cannot read (the engine merges them under pulumi up).
 	Environments []string `json:"environments,omitempty"`
+	// MaxHourlyCost is the cost guard in USD per hour (0: none); the stack is refused above it.
+	MaxHourlyCost float64 `json:"maxHourlyCost,omitempty"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

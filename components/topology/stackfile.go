@@ -39,6 +39,10 @@ type Stack struct {
 	Environments []string
 	// Secrets are the config keys whose values are Pulumi secrets (engine configuration only).
 	Secrets []string
+	// MaxHourlyCost is the most the stack may cost per hour at every pool's maximum (USD; 0: no
+	// guard), and maxCostLine where the file sets it.
+	MaxHourlyCost float64
+	maxCostLine   int
 }
 
 // Pool is one GPU pool of a stack.
@@ -53,7 +57,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs}
+	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -81,7 +85,7 @@ func LoadStack(path string) (StackSpec, error) {
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
-		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments}
+		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -89,7 +93,48 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		}
 		spec.Pools = append(spec.Pools, ps)
 	}
+	if err := checkCostGuard(&spec, st); err != nil {
+		return StackSpec{}, err
+	}
 	return spec, nil
+}
+
+// checkCostGuard refuses a stack whose hourly cost at every pool's maximum exceeds its
+// maxHourlyCost, naming the pools that drive it. A pool with no price is a warning: the guard
+// cannot bound it.
+func checkCostGuard(spec *StackSpec, st Stack) error {
+	if st.MaxHourlyCost <= 0 {
+		return nil
+	}
+	c := EstimateCost(*spec)
+	for _, l := range c.Lines {
+		if !l.Known {
+			spec.Warnings = append(spec.Warnings, ConfigError{File: st.File, Line: st.maxCostLine, Key: KeyMaxHourlyCost,
+				Message: fmt.Sprintf("the cost guard cannot price %s: %s", l.Item, l.Note), Fix: "bound that pool's size yourself, or pick a type with a listed price"})
+		}
+	}
+	if c.AtMost <= st.MaxHourlyCost {
+		return nil
+	}
+	var drivers []string
+	for _, l := range costDrivers(c) {
+		drivers = append(drivers, fmt.Sprintf("pool %s (%s: $%.2f per hour)", l.Pool, l.Item, l.AtMost))
+	}
+	fixed := c.AtMost
+	for _, l := range costDrivers(c) {
+		fixed -= l.AtMost
+	}
+	region := ""
+	if st.Region != PriceRegion {
+		region = fmt.Sprintf(" (%s list prices; %s prices differ)", PriceRegion, st.Region)
+	}
+	fix := "raise " + KeyMaxHourlyCost + " if the team agreed to it"
+	if d := costDrivers(c); len(d) > 0 {
+		fix += ", or lower maxNodes of pool " + d[0].Pool
+	}
+	return ConfigErrors{{File: st.File, Line: st.maxCostLine, Key: KeyMaxHourlyCost, Fix: fix,
+		Message: fmt.Sprintf("the stack costs up to $%.2f per hour at every pool's maximum%s, over the $%.2f agreed: %s, and $%.2f for the control plane, NAT, system nodes and volumes",
+			c.AtMost, region, st.MaxHourlyCost, strings.Join(drivers, ", "), fixed)}}
 }
 
 // ParseStack parses and validates a Pulumi stack file. It returns ConfigErrors with every
@@ -194,6 +239,14 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 					"%q is not an NVIDIA driver version", v)
 			}
 			st.DriverVersion = v
+		}
+	}
+	if n := settings[KeyMaxHourlyCost]; n != nil {
+		// Whole dollars: Pulumi's project schema types the key as an integer.
+		if usd, ok := r.scalarInt(n, KeyMaxHourlyCost); ok && usd <= 0 {
+			r.fail(n.Line, KeyMaxHourlyCost, "write the most the stack may cost per hour, in whole US dollars, such as 250", "%d is not a positive number of dollars", usd)
+		} else if ok {
+			st.MaxHourlyCost, st.maxCostLine = float64(usd), lines[KeyMaxHourlyCost]
 		}
 	}
 	st.TrainingImage = DefaultTrainingImage

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
 )
 
 func stack(name string) string { return "../../stacks/Pulumi." + name + ".yaml" }
@@ -193,31 +190,15 @@ func countErrors(fs []Finding) int {
 
 // TestPricesMatchKarpentersTable reads Karpenter's generated price table from the module cache
 // (the module build/crds pins) and compares every price used here.
-func TestPricesMatchKarpentersTable(t *testing.T) {
-	mod, err := kubeapi.KarpenterModuleDir() // the module the test API server reads its CRDs from
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := read(t, filepath.Join(mod, "pkg/providers/pricing/zz_generated.pricing_aws.go"))
-	if !strings.Contains(src, "generated at "+PriceDate) {
-		t.Errorf("the table is not the one generated %s", PriceDate)
-	}
-	block := src[strings.Index(src, `"`+PriceRegion+`": {`):]
-	block = block[:strings.Index(block, "\n\t},")]
-	upstream := map[string]float64{}
-	for _, m := range regexp.MustCompile(`"([a-z0-9.-]+)": ([0-9.]+),`).FindAllStringSubmatch(block, -1) {
-		upstream[m[1]], _ = strconv.ParseFloat(m[2], 64)
-	}
-	for typ, price := range onDemandUSEast1 {
-		if up, ok := upstream[typ]; !ok || up != price {
-			t.Errorf("%s: %.6f here, %.6f (present %v) in Karpenter's table", typ, price, up, ok)
-		}
-	}
-	for _, it := range topology.InstanceTypes() {
-		if _, here := onDemandUSEast1[it.Name]; !here && upstream[it.Name] != 0 {
-			t.Errorf("%s has a price upstream (%.6f) that the plan does not show", it.Name, upstream[it.Name])
-		}
-	}
+
+// REVIEW.md states the whole hourly cost, item by item, reserved capacity apart.
+func TestReviewStatesTheWholeCost(t *testing.T) {
+	dir, _ := writeBundle(t, "mixed")
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")),
+		"| Hourly cost | $30.60 per hour after `pulumi up`, $90.90 per hour at every pool's maximum",
+		"| EKS control plane | $0.100 | $0.100 |", "| NAT gateway | $0.045 | $0.045 | plus $0.045 per GB it processes |",
+		"| system nodes: 2 × m7i.large | $0.202 | $0.202 |", "| pool `infer`: 1 to 3 × g6e.48xlarge | $30.131 | $90.394 |",
+		"Pool `train` (4 to 4 × p5.48xlarge) runs on reserved capacity, not in the totals", "Not hourly: VPC flow logs")
 }
 
 func TestQuotaWarningsReachTheReview(t *testing.T) {

@@ -36,7 +36,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 			infos++
 		}
 	}
-	atDeploy, atMost := clusterCost(s)
+	cost := topology.EstimateCost(s)
 	w("## Summary\n\n| | |\n|---|---|\n")
 	w("| Region | %s |\n", s.Region)
 	w("| Cluster | `%s`, EKS %s, private endpoint%s |\n", s.Cluster.Name, s.Cluster.KubernetesVersion, publicEndpoint(s.Cluster))
@@ -45,7 +45,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	w("| VPC flow logs | %s |\n", flowLogLine(s))
 	w("| GPU pools | %d |\n", len(s.Pools))
 	w("| Resources | %d registered (%s) |\n", len(r.Resources), resourceMix(r.Resources))
-	w("| On-demand cost | %s per hour after `pulumi up`, %s per hour at every pool's maximum (%s) |\n", atDeploy, atMost, priceNote(s.Region))
+	w("| Hourly cost | %s after `pulumi up`, %s at every pool's maximum%s (details under Cost) |\n", usd(cost.AtDeploy, cost.Complete), usd(cost.AtMost, cost.Complete), guardNote(s))
 	w("| Findings | %d error, %d warning, %d info |\n\n", errs, warns, infos)
 
 	w("## Cluster\n\n```mermaid\n%s```\n\n", diagram(s))
@@ -56,6 +56,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 		}
 	}
 
+	w("%s", costSection(s))
 	w("## Findings\n\n")
 	if len(r.Findings) == 0 {
 		w("None.\n\n")
@@ -137,27 +138,58 @@ func diagram(s topology.StackSpec) string {
 	return b.String()
 }
 
-func clusterCost(s topology.StackSpec) (atDeploy, atMost string) {
-	sys := OnDemand(s.Cluster.SystemNodes.InstanceType)
-	deploy, most, unknown := 0.0, 0.0, !sys.Known
-	deploy += sys.USDPerHour * float64(s.Cluster.SystemNodes.Count)
-	most += sys.USDPerHour * float64(s.Cluster.SystemNodes.Count)
-	for _, p := range s.Pools {
-		price := OnDemand(p.Instance.Name)
-		unknown = unknown || !price.Known
-		deploy += price.USDPerHour * float64(p.Scaling.DesiredNodes)
-		most += price.USDPerHour * float64(p.Scaling.MaxNodes)
+// usd prints an hourly amount; a total with unpriced items is a floor.
+func usd(v float64, complete bool) string {
+	if complete {
+		return fmt.Sprintf("$%.2f per hour", v)
 	}
-	if unknown {
-		return fmt.Sprintf("≥ $%.2f", deploy), fmt.Sprintf("≥ $%.2f (some types have no on-demand price in the source)", most)
+	return fmt.Sprintf("≥ $%.2f per hour", v)
+}
+
+func guardNote(s topology.StackSpec) string {
+	if s.MaxHourlyCost == 0 {
+		return ""
 	}
-	return fmt.Sprintf("$%.2f", deploy), fmt.Sprintf("$%.2f", most)
+	return fmt.Sprintf(", within the $%.0f cost guard (gpucluster:maxHourlyCost)", s.MaxHourlyCost)
+}
+
+// costSection is the whole hourly cost, item by item; reserved capacity apart.
+func costSection(s topology.StackSpec) string {
+	c := topology.EstimateCost(s)
+	var b strings.Builder
+	b.WriteString("## Cost\n\n| item | after `pulumi up` | at every pool's maximum | note |\n|---|---|---|---|\n")
+	for _, l := range c.Lines {
+		item := l.Item
+		if l.Pool != "" {
+			item = fmt.Sprintf("pool `%s`: %s", l.Pool, l.Item)
+		}
+		if !l.Known {
+			fmt.Fprintf(&b, "| %s | unknown | unknown | %s |\n", item, l.Note)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | $%.3f | $%.3f | %s |\n", item, l.AtDeploy, l.AtMost, l.Note)
+	}
+	fmt.Fprintf(&b, "| **total** | **%s** | **%s** | |\n\n", usd(c.AtDeploy, c.Complete), usd(c.AtMost, c.Complete))
+	for _, l := range c.Reserved {
+		fmt.Fprintf(&b, "Pool `%s` (%s) runs on reserved capacity, not in the totals: %s.\n\n", l.Pool, l.Item, l.Note)
+	}
+	f := s.VPC.FlowLogs
+	if f.Enabled {
+		fmt.Fprintf(&b, "Not hourly: VPC flow logs ($%.2f per GB delivered, $%.2f per GB-month stored), data the NAT gateway processes and data transfer.\n\n",
+			topology.FlowLogDeliveryUSDPerGB, topology.FlowLogStorageUSDPerGBMonth)
+	}
+	fmt.Fprintf(&b, "Prices: %s", c.Source)
+	if s.Region != topology.PriceRegion {
+		fmt.Fprintf(&b, "; %s prices differ", s.Region)
+	}
+	b.WriteString(".\n\n")
+	return b.String()
 }
 
 func poolCost(p topology.PoolSpec) string {
-	price := OnDemand(p.Instance.Name)
+	price := topology.OnDemand(p.Instance.Name)
 	if !price.Known {
-		return fmt.Sprintf("no on-demand price for %s in the source (%s)", p.Instance.Name, PriceSource)
+		return fmt.Sprintf("no on-demand price for %s in the source (%s)", p.Instance.Name, topology.PriceSource)
 	}
 	line := fmt.Sprintf("$%.2f per node-hour; $%.2f per hour at %d node(s), $%.2f at %d", price.USDPerHour,
 		price.USDPerHour*float64(p.Scaling.DesiredNodes), p.Scaling.DesiredNodes, price.USDPerHour*float64(p.Scaling.MaxNodes), p.Scaling.MaxNodes)
@@ -167,15 +199,7 @@ func poolCost(p topology.PoolSpec) string {
 	case p.Capacity.Type == topology.CapacitySpot:
 		line += "; spot is cheaper and varies: this is its ceiling"
 	}
-	return line + fmt.Sprintf(" (%s on-demand, %s, %s)", PriceRegion, PriceSource, PriceDate)
-}
-
-func priceNote(region string) string {
-	note := fmt.Sprintf("%s on-demand prices from %s, generated %s", PriceRegion, PriceSource, PriceDate)
-	if region != PriceRegion {
-		note += "; " + region + " prices differ"
-	}
-	return note
+	return line + fmt.Sprintf(" (%s on-demand, %s, %s)", topology.PriceRegion, topology.PriceSource, topology.PriceDate)
 }
 
 func publicEndpoint(c topology.ClusterSettings) string {
@@ -196,8 +220,8 @@ func flowLogLine(s topology.StackSpec) string {
 		return "not set by gpucluster: the existing VPC's owner configures them"
 	}
 	note := fmt.Sprintf("%s traffic to CloudWatch Logs `%s`, kept %d days (deleted with the stack); $%.2f per GB delivered and $%.2f per GB-month stored (%s)",
-		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, FlowLogDeliveryUSDPerGB, FlowLogStorageUSDPerGBMonth, FlowLogPriceSource)
-	if s.Region != PriceRegion {
+		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, topology.FlowLogDeliveryUSDPerGB, topology.FlowLogStorageUSDPerGBMonth, topology.FlowLogPriceSource)
+	if s.Region != topology.PriceRegion {
 		note += "; " + s.Region + " prices differ"
 	}
 	return note + "; volume grows with the number of flows, not their bytes"

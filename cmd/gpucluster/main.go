@@ -20,6 +20,9 @@ Usage:
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
   gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
+  gpucluster expire (--stack NAME | --config FILE) --in DURATION
+                                          write gpucluster:expiresAt (now + DURATION, to the minute) into
+                                          the stack file, changing nothing else
 
 Exit codes: 0 ok, 1 invalid input, an error finding (plan) or a mismatch (doctor), 2 usage error
 or unreadable input (doctor).
@@ -47,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdProfile(rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "expire":
+		return cmdExpire(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

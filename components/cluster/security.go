@@ -60,7 +60,7 @@ func newSecurityGroups(ctx *pulumi.Context, name, clusterName string, vpcID pulu
 	}
 	sgs := &securityGroups{controlPlane: cp, node: node, nodeAccess: []pulumi.Resource{node}}
 	for _, r := range rules {
-		res, err := r.create(ctx, name, opts...)
+		res, err := r.create(ctx, name, pulumi.ToStringMap(tags), opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +71,7 @@ func newSecurityGroups(ctx *pulumi.Context, name, clusterName string, vpcID pulu
 	return sgs, nil
 }
 
-func (r rule) create(ctx *pulumi.Context, name string, opts ...pulumi.ResourceOption) (pulumi.Resource, error) {
+func (r rule) create(ctx *pulumi.Context, name string, tags pulumi.StringMap, opts ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	var from, to pulumi.IntPtrInput
 	if r.protocol != "-1" {
 		from, to = pulumi.Int(r.from), pulumi.Int(r.to)
@@ -86,11 +86,11 @@ func (r rule) create(ctx *pulumi.Context, name string, opts ...pulumi.ResourceOp
 	if r.ingress {
 		return vpc.NewSecurityGroupIngressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupIngressRuleArgs{
 			SecurityGroupId: r.group.ID(), Description: pulumi.String(r.description), IpProtocol: pulumi.String(r.protocol),
-			FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr,
+			FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr, Tags: tags,
 		}, opts...)
 	}
 	return vpc.NewSecurityGroupEgressRule(ctx, name+"-"+r.name, &vpc.SecurityGroupEgressRuleArgs{
 		SecurityGroupId: r.group.ID(), Description: pulumi.String(r.description), IpProtocol: pulumi.String(r.protocol),
-		FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr,
+		FromPort: from, ToPort: to, ReferencedSecurityGroupId: peer, CidrIpv4: cidr, Tags: tags,
 	}, opts...)
 }

@@ -37,12 +37,13 @@ type Plugin struct {
 type Args struct {
 	Pools  []topology.PoolSpec // every pool of the stack; the plugin selects those that need it
 	Region string
+	Labels map[string]string // the stack's ownership and lifecycle labels
 }
 
 // NewNVIDIA deploys the NVIDIA device plugin on the pools whose image does not ship one.
 func NewNVIDIA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Plugin, error) {
 	pools := selectPools(args.Pools, func(p topology.PoolSpec) bool { return p.InCluster.NVIDIADevicePlugin.Deploy })
-	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, "nvidia-device-plugin", NVIDIAImage, pools, nil, opts...)
+	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, "nvidia-device-plugin", NVIDIAImage, pools, nil, args.Labels, opts...)
 }
 
 // NewEFA deploys the EFA device plugin on the EFA pools. It tolerates the GPU taint (and every
@@ -53,7 +54,7 @@ func NewEFA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resource
 	if len(pools) > 0 {
 		selector = pools[0].InCluster.EFANodeSelector
 	}
-	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), pools, selector, opts...)
+	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), pools, selector, args.Labels, opts...)
 }
 
 func selectPools(pools []topology.PoolSpec, need func(topology.PoolSpec) bool) []topology.PoolSpec {
@@ -66,7 +67,7 @@ func selectPools(pools []topology.PoolSpec, need func(topology.PoolSpec) bool) [
 	return out
 }
 
-func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []topology.PoolSpec, nodeSelector map[string]string,
+func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []topology.PoolSpec, nodeSelector, labels map[string]string,
 	opts ...pulumi.ResourceOption) (*Plugin, error) {
 	p := &Plugin{}
 	props := pulumi.Map{"image": pulumi.String(image), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
@@ -76,7 +77,7 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []t
 	p.Name = pulumi.String("").ToStringOutput()
 	if len(pools) > 0 {
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
-			Metadata: k8sargs.Metadata(dsName, k8sargs.Namespace, nil),
+			Metadata: k8sargs.Metadata(dsName, k8sargs.Namespace, labels),
 			Spec: &appsv1.DaemonSetSpecArgs{
 				Selector:       &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(dsName)}},
 				UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")},

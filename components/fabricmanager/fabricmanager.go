@@ -31,6 +31,7 @@ const configFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 type Args struct {
 	Pools         []topology.PoolSpec
 	DriverVersion string
+	Labels        map[string]string // the stack's ownership and lifecycle labels
 }
 
 // FabricManager is the gpucluster:index:FabricManager component.
@@ -73,7 +74,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	if len(pools) > 0 {
 		labels := pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(Name)}
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
-			Metadata: k8sargs.Metadata(Name, k8sargs.Namespace, map[string]string{"nvidia.com/driver-version": args.DriverVersion}),
+			Metadata: k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion})),
 			Spec: &appsv1.DaemonSetSpecArgs{
 				Selector: &metav1.LabelSelectorArgs{MatchLabels: labels},
 				// One node at a time: restarting fabric manager under a running job breaks NVLink.

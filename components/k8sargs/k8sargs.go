@@ -66,6 +66,18 @@ func Tolerations(pools []topology.PoolSpec) corev1.TolerationArray {
 }
 
 // Metadata names an object and labels it as gpucluster's.
+// Merge is a's labels overlaid by b's.
+func Merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
 func Metadata(name, namespace string, labels map[string]string) *metav1.ObjectMetaArgs {
 	l := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "gpucluster"}
 	for k, v := range labels {

@@ -115,6 +115,8 @@ type PoolArgs struct {
 	// Needs are what the pool's instances use until they are gone, outside Karpenter (the pool's
 	// placement and EFA groups, the node security group, the route to AWS's APIs).
 	Needs []pulumi.Resource
+	// Labels are the stack's ownership and lifecycle labels, on the EC2NodeClass and NodePool.
+	Labels map[string]string
 }
 
 // Pool is the gpucluster:index:KarpenterPool component: one EC2NodeClass and one NodePool.
@@ -201,7 +203,7 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn(needs)}
 	nodeClass, err := apiextensions.NewCustomResource(ctx, name+"-nodeclass", &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String("karpenter.k8s.aws/v1"), Kind: pulumi.String("EC2NodeClass"),
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(objName)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(objName), Labels: pulumi.ToStringMap(a.Labels)},
 		OtherFields: kubernetes.UntypedArgs{"spec": a.NodeRoleName.ApplyT(func(role string) (map[string]any, error) {
 			return asMap(nodeClassSpec(a, role))
 		})},
@@ -215,7 +217,7 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	}
 	if _, err := apiextensions.NewCustomResource(ctx, name+"-nodepool", &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String("karpenter.sh/v1"), Kind: pulumi.String("NodePool"),
-		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(objName)},
+		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(objName), Labels: pulumi.ToStringMap(a.Labels)},
 		OtherFields: kubernetes.UntypedArgs{"spec": spec},
 	}, append(deps, pulumi.DependsOn([]pulumi.Resource{nodeClass}))...); err != nil {
 		return nil, err

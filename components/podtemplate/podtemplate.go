@@ -15,8 +15,9 @@ import (
 // ContainerName is the training container's name.
 const ContainerName = "train"
 
-// For renders the training pod template of a pool.
-func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
+// For renders the training pod template of a pool; labels are the stack's ownership and
+// lifecycle labels, carried by every pod made from it.
+func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.PodTemplateSpec {
 	pod := pool.TrainingPod
 	// CPU and memory requested and limited alike make the pod Guaranteed: the last evicted.
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(pod.CPU), corev1.ResourceMemory: resource.MustParse(pod.Memory)}
@@ -38,7 +39,7 @@ func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
 	}
 	shm := resource.NewQuantity(pod.ShmSizeBytes, resource.BinarySI)
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{topology.LabelPool: pool.Name, "app.kubernetes.io/part-of": "gpucluster"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(pool, labels)},
 		Spec: corev1.PodSpec{
 			HostIPC:      pod.HostIPC,
 			HostNetwork:  pod.HostNetwork,
@@ -64,3 +65,11 @@ func For(pool topology.PoolSpec, image string) corev1.PodTemplateSpec {
 
 // AsMap is the template as plain JSON values, for a stack output.
 func AsMap(t corev1.PodTemplateSpec) (map[string]any, error) { return jsonmap.Of(t) }
+
+func podLabels(pool topology.PoolSpec, stack map[string]string) map[string]string {
+	l := map[string]string{topology.LabelPool: pool.Name, "app.kubernetes.io/part-of": "gpucluster"}
+	for k, v := range stack {
+		l[k] = v
+	}
+	return l
+}

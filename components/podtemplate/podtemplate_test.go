@@ -15,7 +15,7 @@ func TestTemplateFollowsTheSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl := For(spec, "example.com/train:1")
+	tpl := For(spec, "example.com/train:1", map[string]string{"gpucluster.io/owner": "ml-team"})
 	pod, c := tpl.Spec, tpl.Spec.Containers[0]
 	if !pod.HostIPC || pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirst || pod.NodeSelector[topology.LabelPool] != "gpu" {
 		t.Errorf("pod shape %+v", pod)

@@ -65,12 +65,12 @@ func EstimateCost(s StackSpec) StackCost {
 	n := float64(s.Cluster.SystemNodes.Count)
 	add(CostLine{Item: fmt.Sprintf("system nodes: %d × %s", s.Cluster.SystemNodes.Count, s.Cluster.SystemNodes.InstanceType),
 		AtDeploy: sys.USDPerHour * n, AtMost: sys.USDPerHour * n, Known: sys.Known})
-	volumes := volumeUSDPerHour(systemRootVolumeGiB) * n
+	volumes := VolumeUSDPerHour(systemRootVolumeGiB) * n
 	volumesMost := volumes
 	for _, p := range s.Pools {
 		perNode := 0.0
 		for _, v := range p.Storage.Volumes {
-			perNode += volumeUSDPerHour(v.SizeGiB)
+			perNode += VolumeUSDPerHour(v.SizeGiB)
 		}
 		volumes += perNode * float64(p.Scaling.DesiredNodes)
 		volumesMost += perNode * float64(p.Scaling.MaxNodes)
@@ -97,7 +97,8 @@ func EstimateCost(s StackSpec) StackCost {
 	return c
 }
 
-func volumeUSDPerHour(gib int) float64 { return GP3USDPerGBMonth * float64(gib) / hoursPerMonth }
+// VolumeUSDPerHour is the hourly price of a gp3 volume of gib GiB.
+func VolumeUSDPerHour(gib int) float64 { return GP3USDPerGBMonth * float64(gib) / hoursPerMonth }
 
 // costDrivers names the pools that drive a stack's maximum cost, the most expensive first.
 func costDrivers(c StackCost) []CostLine {

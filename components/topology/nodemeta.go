@@ -72,9 +72,17 @@ const SystemPool = "system"
 // pool name limits keep it within EKS's 63 characters.
 func PoolResourceName(cluster, pool string) string { return cluster + "-" + pool }
 
-// Tags are the ownership tags gpucluster puts on every AWS resource of a stack.
+// Tags are the ownership, cost-allocation and expiry tags gpucluster puts on every AWS resource
+// of a stack (activate them as cost allocation tags to see the stack in Cost Explorer).
 func (s StackSpec) Tags() map[string]string {
-	return map[string]string{TagCluster: s.Cluster.Name, TagStack: s.Stack}
+	t := map[string]string{TagCluster: s.Cluster.Name, TagStack: s.Stack}
+	if s.Expiry != "" {
+		t[TagExpiresAt] = s.Expiry
+	}
+	if s.Owner != "" {
+		t[TagOwner] = s.Owner
+	}
+	return t
 }
 
 // SortedKeys returns a map's keys in order: output and reports never depend on map order.

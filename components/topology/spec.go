@@ -26,6 +26,10 @@ type StackSpec struct {
 	Environments []string `json:"environments,omitempty"`
 	// MaxHourlyCost is the cost guard in USD per hour (0: none); the stack is refused above it.
 	MaxHourlyCost float64 `json:"maxHourlyCost,omitempty"`
+	// Expiry is when every GPU pool goes to zero nodes (RFC 3339, UTC; "" for none), Owner the
+	// owner or cost centre the stack is tagged with ("" for none).
+	Expiry string `json:"expiresAt,omitempty"`
+	Owner  string `json:"owner,omitempty"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -43,6 +44,7 @@ type Stack struct {
 	// guard), and maxCostLine where the file sets it.
 	MaxHourlyCost float64
 	maxCostLine   int
+	Expiry, Owner string // see StackSpec
 }
 
 // Pool is one GPU pool of a stack.
@@ -57,7 +59,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost}
+	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -85,7 +87,8 @@ func LoadStack(path string) (StackSpec, error) {
 // DeriveStack derives every pool of a parsed stack.
 func DeriveStack(st Stack) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
-		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost}
+		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost,
+		Expiry: st.Expiry, Owner: st.Owner}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -247,6 +250,25 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 			r.fail(n.Line, KeyMaxHourlyCost, "write the most the stack may cost per hour, in whole US dollars, such as 250", "%d is not a positive number of dollars", usd)
 		} else if ok {
 			st.MaxHourlyCost, st.maxCostLine = float64(usd), lines[KeyMaxHourlyCost]
+		}
+	}
+	if n := settings[KeyExpiresAt]; n != nil {
+		if v, ok := r.scalarString(n, KeyExpiresAt); ok {
+			if t, err := parseExpiry(v); err != nil {
+				r.fail(n.Line, KeyExpiresAt, "write an RFC 3339 time to the minute, such as 2026-11-22T18:00:00Z, or run gpucluster expire --in 8h",
+					"%q is not an expiry time: %v", v, err)
+			} else {
+				st.Expiry = t.Format(time.RFC3339)
+			}
+		}
+	}
+	if n := settings[KeyOwner]; n != nil {
+		if v, ok := r.scalarString(n, KeyOwner); ok {
+			if !ownerPattern.MatchString(v) {
+				r.fail(n.Line, KeyOwner, "use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit (a tag and a label value)",
+					"%q cannot be a tag and label value", v)
+			}
+			st.Owner = v
 		}
 	}
 	st.TrainingImage = DefaultTrainingImage

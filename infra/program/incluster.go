@@ -34,7 +34,7 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		return nil, err
 	}
 	k8s := pulumi.Provider(in.Provider)
-	args := deviceplugin.Args{Pools: spec.Pools, Region: spec.Region}
+	args := deviceplugin.Args{Pools: spec.Pools, Region: spec.Region, Labels: spec.Labels()}
 	if in.NVIDIA, err = deviceplugin.NewNVIDIA(ctx, spec.Cluster.Name+"-nvidia-device-plugin", args, k8s); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		return nil, err
 	}
 	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",
-		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion}, k8s)
+		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Labels: spec.Labels()}, k8s)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,8 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name)+"-karpenter", karpenter.PoolArgs{
 			Spec: pool, Cluster: spec.Cluster.Name, NodeRoleName: in.Karpenter.NodeRoleName, PlacementGroupName: placementGroup,
 			Tags: tags, Controller: in.Karpenter, K8s: in.Provider,
-			Needs: append(append(append([]pulumi.Resource{}, d.Pools[pool.Name].Uses...), d.Cluster.NodeAccess...), d.Network.Egress...),
+			Needs:  append(append(append([]pulumi.Resource{}, d.Pools[pool.Name].Uses...), d.Cluster.NodeAccess...), d.Network.Egress...),
+			Labels: spec.Labels(),
 		})
 		if err != nil {
 			return nil, err

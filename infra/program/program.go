@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpucluster/gpucluster/components/cluster"
+	"github.com/gpucluster/gpucluster/components/expiry"
 	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/nodepool"
 	"github.com/gpucluster/gpucluster/components/podtemplate"
@@ -163,14 +164,37 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 			return nil, err
 		}
 		d.Pools[pool.Name] = np
-		if d.PodTemplates[pool.Name], err = podtemplate.AsMap(podtemplate.For(pool, spec.TrainingImage)); err != nil {
+		if d.PodTemplates[pool.Name], err = podtemplate.AsMap(podtemplate.For(pool, spec.TrainingImage, spec.Labels())); err != nil {
 			return nil, err
 		}
 	}
 	if d.InCluster, err = buildInCluster(ctx, d); err != nil {
 		return nil, err
 	}
+	if err := buildExpiry(ctx, d); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// buildExpiry stops every GPU pool at the stack's expiry: managed node groups by schedule, and
+// Karpenter NodePools by an in-cluster job.
+func buildExpiry(ctx *pulumi.Context, d *Deployment) error {
+	spec := d.Spec
+	at := spec.ExpiresAt()
+	if at.IsZero() {
+		return nil
+	}
+	args := expiry.Args{At: at, Cluster: spec.Cluster.Name, Region: spec.Region, K8s: d.InCluster.Provider, Tags: spec.Tags(), Labels: spec.Labels()}
+	for _, p := range spec.Pools {
+		if p.Provisioner == topology.ProvisionerKarpenter {
+			args.NodePools = append(args.NodePools, topology.PoolResourceName(spec.Cluster.Name, p.Name))
+			continue
+		}
+		args.NodeGroups = append(args.NodeGroups, expiry.NodeGroup{Pool: p.Name, Name: d.Pools[p.Name].NodeGroupName, MaxNodes: p.Scaling.MaxNodes})
+	}
+	_, err := expiry.New(ctx, spec.Cluster.Name+"-expiry", args)
+	return err
 }
 
 // outputs are the stack outputs: what a user needs after `pulumi up`. With secret

@@ -213,3 +213,19 @@ func TestQuotaWarningsReachTheReview(t *testing.T) {
 	}
 	t.Errorf("no aws-quota finding in %v", Review(spec))
 }
+
+// REVIEW.md says when the pools stop, how, and what keeps running until pulumi destroy.
+func TestReviewStatesTheExpiry(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
+	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2026-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n    - {name: burst, profile: karpenter-p5}\n"), 0o644)
+	r, err := Evaluate(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.10 control plane + 0.045 NAT + 2 × 0.1008 system nodes + 2 × 50 GiB of gp3 (0.08 × 100 / 730).
+	mustContain(t, "REVIEW.md", string(r.Files["REVIEW.md"]), "Every GPU pool goes to zero nodes at **2026-12-01 18:00 UTC**",
+		"pool `train` (managed node group): an EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig`",
+		"pool `burst` (Karpenter): the in-cluster CronJob `gpucluster-expiry`",
+		"Until then the stack costs $110.48 per hour after `pulumi up`", // 2 × 55.04 + 0.10 + 0.045 + 2 × 0.1008 + 500 GiB of gp3
+		"these keep running: EKS control plane, NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
+}

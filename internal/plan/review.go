@@ -57,6 +57,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	}
 
 	w("%s", costSection(s))
+	w("%s", expirySection(s))
 	w("## Findings\n\n")
 	if len(r.Findings) == 0 {
 		w("None.\n\n")
@@ -98,7 +99,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| NCCL inter-node | `%s`%s: %s |\n", p.NCCL.InterNode.Class, logHint(p.NCCL.InterNode.Log), p.NCCL.InterNode.Reason)
 	w("| Inter-node bandwidth | %g of %d Gbps per node: %s |\n", p.NCCL.ExpectedInterNodeGbps, p.NCCL.PhysicalMaxGbps, p.NCCL.BandwidthNote)
 	w("| On-demand cost | %s |\n\n", poolCost(p))
-	tpl, err := yamlDoc(mustMap(podtemplate.AsMap(podtemplate.For(p, s.TrainingImage))))
+	tpl, err := yamlDoc(mustMap(podtemplate.AsMap(podtemplate.For(p, s.TrainingImage, s.Labels()))))
 	if err != nil {
 		return err
 	}
@@ -291,4 +292,42 @@ func mustMap(m map[string]any, err error) map[string]any {
 		panic(err) // AsMap of a typed template cannot fail
 	}
 	return m
+}
+
+// expirySection says when the GPU pools stop, how, and what keeps running (and costing) until
+// pulumi destroy.
+func expirySection(s topology.StackSpec) string {
+	var b strings.Builder
+	b.WriteString("## Expiry\n\n")
+	at := s.ExpiresAt()
+	if at.IsZero() {
+		b.WriteString("No expiry: the GPU pools run until `pulumi destroy`. Set `gpucluster:expiresAt` (or run `gpucluster expire --stack " + s.Stack + " --in 8h`) for an ephemeral cluster.\n\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Every GPU pool goes to zero nodes at **%s UTC**, without anyone acting:\n\n", at.Format("2006-01-02 15:04"))
+	for _, p := range s.Pools {
+		if p.Provisioner == topology.ProvisionerKarpenter {
+			fmt.Fprintf(&b, "- pool `%s` (Karpenter): the in-cluster CronJob `gpucluster-expiry` sets its NodePool's GPU limit to 0 and deletes its NodeClaims; Karpenter terminates the instances\n", p.Name)
+			continue
+		}
+		fmt.Fprintf(&b, "- pool `%s` (managed node group): an EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` with desired and minimum size 0\n", p.Name)
+	}
+	c := topology.EstimateCost(s)
+	remaining := 0.0
+	var items []string
+	for _, l := range c.Lines {
+		if l.Pool == "" {
+			remaining += l.AtDeploy
+			items = append(items, l.Item)
+		}
+	}
+	// The GPU pools' root volumes go with their instances: only the system nodes' remain.
+	for _, p := range s.Pools {
+		for _, v := range p.Storage.Volumes {
+			remaining -= topology.VolumeUSDPerHour(v.SizeGiB) * float64(p.Scaling.DesiredNodes)
+		}
+	}
+	fmt.Fprintf(&b, "\nUntil then the stack costs %s after `pulumi up` (%s at every pool's maximum).", usd(c.AtDeploy, c.Complete), usd(c.AtMost, c.Complete))
+	fmt.Fprintf(&b, " Afterwards, until `pulumi destroy`, these keep running: %s, about **$%.2f per hour** (%s).\n\n", strings.Join(items, ", "), remaining, topology.PriceRegion+" list prices")
+	return b.String()
 }

@@ -1,0 +1,61 @@
+package topology
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Lifecycle keys: when an ephemeral cluster's GPU pools stop, and who pays for it.
+const (
+	KeyExpiresAt = ConfigNamespace + ":expiresAt"
+	KeyOwner     = ConfigNamespace + ":owner"
+)
+
+// Tags (and labels) that carry the lifecycle on every AWS resource and Kubernetes object.
+const (
+	TagExpiresAt = labelDomain + "expires-at"
+	TagOwner     = labelDomain + "owner"
+)
+
+// ownerPattern fits both an AWS tag value and a Kubernetes label value (63 characters of
+// letters, digits, '-', '_', '.'), so one owner or cost centre names the stack everywhere.
+var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
+
+// parseExpiry reads an RFC 3339 time, to the minute (EventBridge Scheduler's and cron's
+// resolution), as UTC.
+func parseExpiry(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if t.Second() != 0 || t.Nanosecond() != 0 {
+		return time.Time{}, fmt.Errorf("%s has seconds: expiry is to the minute", v)
+	}
+	return t.UTC(), nil
+}
+
+// ExpiryLabel is an expiry as a Kubernetes label value (no colons): 20261122T1400Z.
+func ExpiryLabel(t time.Time) string { return t.UTC().Format("20060102T1504Z") }
+
+// ExpiresAt is the stack's expiry, or the zero time without one.
+func (s StackSpec) ExpiresAt() time.Time {
+	if s.Expiry == "" {
+		return time.Time{}
+	}
+	t, _ := parseExpiry(s.Expiry) // validated when read
+	return t
+}
+
+// Labels are the ownership and lifecycle labels of every Kubernetes object gpucluster creates:
+// the same facts as Tags, in label-value form.
+func (s StackSpec) Labels() map[string]string {
+	l := map[string]string{TagCluster: s.Cluster.Name, TagStack: s.Stack}
+	if e := s.ExpiresAt(); !e.IsZero() {
+		l[TagExpiresAt] = ExpiryLabel(e)
+	}
+	if s.Owner != "" {
+		l[TagOwner] = s.Owner
+	}
+	return l
+}

@@ -17,6 +17,9 @@ Usage:
   gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
+  gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--json]
+                                          read nccl-tests output (text or -J JSON): busbw per size, the
+                                          transports (NCCL INFO lines), a verdict against published figures
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
   gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
@@ -52,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(rest, stdout, stderr)
 	case "expire":
 		return cmdExpire(rest, stdout, stderr)
+	case "bench":
+		return cmdBench(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

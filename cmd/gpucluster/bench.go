@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/internal/bench"
+	"github.com/gpucluster/gpucluster/internal/doctor"
+)
+
+const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--json]"
+
+func cmdBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "report" {
+		fmt.Fprintln(stderr, benchUsage)
+		return 2
+	}
+	fs := newFlags("bench report", stderr)
+	logFile := fs.String("log", "", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin)")
+	stack := fs.String("stack", "", "judge against a pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
+	profile := fs.String("profile", "", "judge against this built-in profile")
+	asJSON := fs.Bool("json", false, "print the results as JSON (the input of a later comparison)")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") {
+		fmt.Fprintln(stderr, benchUsage)
+		return 2
+	}
+	raw, err := readInput(*logFile, io.ReadAll)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		return 2
+	}
+	var perf *bench.Perf
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		perf, err = bench.ParsePerfJSON(bytes.NewReader(raw))
+	} else {
+		perf, err = bench.ParsePerf(bytes.NewReader(raw))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		return 2
+	}
+	pool, against, err := expectation(*stack, *poolName, *profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
+		return 2
+	}
+	// The same log's NCCL INFO lines say which transports carried the traffic.
+	var diag *doctor.Report
+	l, err := doctor.Parse(bytes.NewReader(raw))
+	var notNCCL doctor.ErrNotNCCL
+	switch {
+	case err == nil:
+		diag = doctor.Diagnose(l, nil, pool, against)
+	case !errors.As(err, &notNCCL):
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		return 2
+	}
+	var results []*bench.Result
+	for _, t := range perf.Tables {
+		results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
+	}
+	if *asJSON {
+		if code := writeJSON(stdout, stderr, results); code != 0 {
+			return code
+		}
+	} else {
+		for i, r := range results {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			writeBench(stdout, r, diag != nil)
+		}
+	}
+	return benchExit(results, pool != nil)
+}
+
+// Exit codes of bench report: 0 pass (or nothing to judge against), 1 a run failed,
+// 3 a verdict was asked for (--stack/--profile) and the log cannot give one.
+func benchExit(results []*bench.Result, asked bool) int {
+	code := 0
+	for _, r := range results {
+		switch {
+		case r.Verdict.Status == bench.Fail:
+			return 1
+		case r.Verdict.Status == bench.Unknown && asked:
+			code = 3
+		}
+	}
+	return code
+}
+
+func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
+	what := r.Collective
+	if what == "" {
+		what = "(test not named in the log)"
+	}
+	if r.TestsVersion != "" {
+		what += " " + r.TestsVersion
+	}
+	fmt.Fprintf(w, "nccl-tests %s, line %d of %s", what, r.Line, r.Log)
+	if r.Against != "" {
+		fmt.Fprintf(w, " (against %s)", r.Against)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "instance %s, nodes %s, placement %s", orDash(r.InstanceType), count(r.Nodes), orDash(r.Placement))
+	if r.Ranks > 0 {
+		fmt.Fprintf(w, ", %d ranks", r.Ranks)
+	}
+	if len(r.Devices) > 0 {
+		fmt.Fprintf(w, " on %s", strings.Join(r.Devices, ", "))
+	}
+	fmt.Fprintln(w)
+	if sawNCCL {
+		fmt.Fprintf(w, "NCCL %s, net plugin %s, provider %s; traffic: intra-node %s, inter-node %s\n",
+			orDash(r.NCCLVersion), orDash(strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion)), orDash(r.Provider), orDash(r.IntraNode), orDash(r.InterNode))
+	} else {
+		fmt.Fprintln(w, "no NCCL INFO lines: transports unknown (run with NCCL_DEBUG=INFO to see them)")
+	}
+	fmt.Fprintf(w, "%12s  %10s  %10s  %10s  %10s  %s\n", "size", "time(us)", "busbw", "in-place", "busbw", "#wrong")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "%12s  %s  %s  %s\n", bench.HumanBytes(row.Bytes), measureCols(row.OutOfPlace), measureCols(row.InPlace), wrongCol(row))
+	}
+	if r.Elided {
+		fmt.Fprintln(w, "(rows were elided from this log: an excerpt)")
+	}
+	if r.Peak != nil {
+		fmt.Fprintf(w, "peak busbw %.2f GB/s at %s", r.Peak.BusBW, bench.HumanBytes(r.Peak.Bytes))
+		for _, s := range r.AtSizes {
+			fmt.Fprintf(w, "; %.2f GB/s at %s", s.BusBW, bench.HumanBytes(s.Bytes))
+		}
+		fmt.Fprintln(w)
+	}
+	if r.AvgBusBW != nil {
+		fmt.Fprintf(w, "avg bus bandwidth %g GB/s (depends on the sizes swept: reported, not compared)\n", *r.AvgBusBW)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Status)
+	for _, reason := range r.Verdict.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
+	for _, ref := range r.Verdict.References {
+		fmt.Fprintf(w, "  reference: %.2f GB/s at %s on %d x %s — %s\n", ref.BusBW, bench.HumanBytes(ref.Bytes), ref.Nodes, ref.InstanceType, ref.Source)
+	}
+}
+
+func measureCols(m *bench.Measure) string {
+	if m == nil {
+		return fmt.Sprintf("%10s  %10s", "-", "-")
+	}
+	return fmt.Sprintf("%10.2f  %10.2f", m.TimeUs, m.BusBW)
+}
+
+func wrongCol(r bench.Row) string {
+	var parts []string
+	for _, m := range []*bench.Measure{r.OutOfPlace, r.InPlace} {
+		switch {
+		case m == nil:
+		case m.Wrong == nil:
+			parts = append(parts, "N/A")
+		default:
+			parts = append(parts, fmt.Sprint(*m.Wrong))
+		}
+	}
+	return strings.Join(parts, "/")
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const benchData = "../../internal/bench/testdata/"
+
+func TestBenchReportExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"pass", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa"}, 0, "verdict: pass"},
+		{"wrong results", []string{"--log", benchData + "wrong-results.txt", "--profile", "p5-efa"}, 1, "1024 wrong elements"},
+		{"no figure for g6e", []string{"--log", benchData + "g6e-ena-exponent.txt", "--profile", "g6e-ena"}, 3, "no published all_reduce_perf figure"},
+		{"nothing asked", []string{"--log", benchData + "g6e-ena-exponent.txt"}, 0, "transports unknown"},
+		{"json input", []string{"--log", benchData + "all_reduce-p5.json", "--profile", "p5-efa"}, 0, "all_reduce_perf"},
+		{"not nccl-tests", []string{"--log", "../../README.md"}, 2, "no nccl-tests table"},
+		{"missing file", []string{"--log", "nope.txt"}, 2, "nope.txt"},
+		{"usage", []string{"--stack", "dev"}, 2, "usage: gpucluster bench report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			code := run(append([]string{"bench", "report"}, tc.args...), &out, &errOut)
+			if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.out, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// --json is the result file a comparison reads: it must carry what reproduces the run.
+func TestBenchReportJSON(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run([]string{"bench", "report", "--log", benchData + "kubectl-timestamps-nocheck.txt", "--profile", "p5-efa", "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var got []struct {
+		InstanceType string `json:"instanceType"`
+		Nodes        int    `json:"nodes"`
+		Placement    string `json:"placement"`
+		Version      string `json:"ncclTestsVersion"`
+		Rows         []struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"rows"`
+		Verdict struct {
+			Status string `json:"status"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].InstanceType != "p5.48xlarge" || got[0].Nodes != 2 || got[0].Placement != "cluster" ||
+		got[0].Version != "2.19.6" || len(got[0].Rows) != 32 || got[0].Verdict.Status != "pass" {
+		t.Fatalf("result %+v", got)
+	}
+}

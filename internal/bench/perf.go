@@ -1,0 +1,336 @@
+// Package bench reads what a benchmark job printed: nccl-tests tables (text or the -J JSON file)
+// and turns them into a result that can be judged and compared.
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Measure is one half of an nccl-tests row (out-of-place or in-place).
+type Measure struct {
+	TimeUs float64 `json:"timeUs"`
+	AlgBW  float64 `json:"algbwGBps"`
+	BusBW  float64 `json:"busbwGBps"`
+	// Wrong is the #wrong column; nil when the run did not check results (`-c 0` prints N/A).
+	Wrong *int64 `json:"wrong"`
+}
+
+// Row is one message size of an nccl-tests table.
+type Row struct {
+	Bytes      int64    `json:"bytes"`
+	Count      int64    `json:"count"`
+	Type       string   `json:"type"`
+	Op         string   `json:"redop"`
+	Root       int      `json:"root"`
+	OutOfPlace *Measure `json:"outOfPlace,omitempty"` // nil when only in-place ran (trace replay)
+	InPlace    *Measure `json:"inPlace,omitempty"`
+	Line       int      `json:"line,omitempty"`
+}
+
+// Table is one nccl-tests run: its header facts, rows and footer.
+type Table struct {
+	Collective   string `json:"collective,omitempty"` // all_reduce_perf …; empty when the log does not say
+	TestsVersion string `json:"ncclTestsVersion,omitempty"`
+	// NCCLLibrary is nccl-tests' nccl-library=NNNNN code (e.g. 22703 for 2.27.3).
+	NCCLLibrary int      `json:"ncclLibraryCode,omitempty"`
+	Ranks       int      `json:"ranks,omitempty"` // "#  Rank N" lines
+	Hosts       []string `json:"hosts,omitempty"`
+	Devices     []string `json:"devices,omitempty"` // distinct GPU names from the rank lines
+	Rows        []Row    `json:"rows"`
+	// Elided is true when rows were left out of the log (a "..." line): an excerpt, not a sweep.
+	Elided bool `json:"elided,omitempty"`
+	// OutOfBounds is nccl-tests' own check; nil when the footer is missing (a cut log).
+	OutOfBounds *int64 `json:"outOfBounds,omitempty"`
+	// AvgBusBW depends on which sizes were swept: reported, never compared.
+	AvgBusBW *float64 `json:"avgBusbwGBps,omitempty"`
+	Line     int      `json:"line"`
+}
+
+// Perf is every nccl-tests table found in one log.
+type Perf struct {
+	Tables []Table `json:"tables"`
+}
+
+// launcherPrefix matches what launchers put before a process's output: Open MPI --tag-output
+// "[1,0]<stdout>:", srun -l "0: ", pdsh/mpirun "1:0: "-style rank tags.
+var launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\d+)?:(?:\s|$))`)
+
+// kubectl logs --timestamps puts an RFC 3339 time first.
+var kubectlTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) `)
+
+// stripPrefix removes launcher and kubectl prefixes, keeping the column alignment irrelevant:
+// the parser splits on whitespace.
+func stripPrefix(line string) string {
+	line = kubectlTimestamp.ReplaceAllString(line, "")
+	if m := launcherPrefix.FindString(line); m != "" {
+		line = line[len(m):]
+	}
+	return line
+}
+
+// columns is where the fields of a data row are, learned from the header line, because the
+// header changed across nccl-tests versions (bytes/N/op/res in 2016, size/count/redop/error,
+// then #wrong, per-iteration i_* columns, a timestamp).
+type columns struct {
+	names     []string
+	size      int
+	count     int
+	typ       int
+	op, root  int   // -1 when the version has no such column
+	groups    []int // start of each measure group: out-of-place, in-place
+	groupLen  int
+	timestamp bool // two trailing tokens "YYYY-MM-DD HH:MM:SS"
+}
+
+func parseHeader(fields []string) (*columns, bool) {
+	c := &columns{names: fields, size: -1, count: -1, typ: -1, op: -1, root: -1}
+	for i, f := range fields {
+		switch f {
+		case "size", "bytes":
+			c.size = i
+		case "count", "N":
+			c.count = i
+		case "type":
+			c.typ = i
+		case "redop", "op":
+			c.op = i
+		case "root":
+			c.root = i
+		case "time", "cputime":
+			c.groups = append(c.groups, i)
+		case "timestamp":
+			c.timestamp = i == len(fields)-1
+		}
+	}
+	if c.size != 0 || c.count < 0 || c.typ < 0 || len(c.groups) == 0 || len(c.groups) > 2 {
+		return nil, false
+	}
+	if len(c.groups) == 2 {
+		c.groupLen = c.groups[1] - c.groups[0]
+	} else {
+		c.groupLen = len(fields) - c.groups[0]
+		if c.timestamp {
+			c.groupLen--
+		}
+	}
+	if c.groupLen < 3 || fields[c.groups[0]+1] != "algbw" || fields[c.groups[0]+2] != "busbw" {
+		return nil, false
+	}
+	// The row's identity comes first, the measures last: anything else is not a header.
+	for _, i := range []int{c.count, c.typ, c.op, c.root} {
+		if i >= c.groups[0] {
+			return nil, false
+		}
+	}
+	if c.width()-boolInt(c.timestamp) != len(fields) {
+		return nil, false
+	}
+	return c, true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// width is how many whitespace-separated tokens a full data row has.
+func (c *columns) width() int {
+	n := c.groups[0] + len(c.groups)*c.groupLen
+	if c.timestamp {
+		n += 2
+	}
+	return n
+}
+
+var (
+	rankLine   = regexp.MustCompile(`^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
+	versionRe  = regexp.MustCompile(`^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?`)
+	startingRe = regexp.MustCompile(`^#\s*Collective test (?:starting|concluded):\s*(\S+)`)
+	oobRe      = regexp.MustCompile(`^#?\s*Out of bounds values\s*:\s*(\d+)`)
+	avgRe      = regexp.MustCompile(`^#?\s*Avg bus bandwidth\s*:\s*(\S+)`)
+)
+
+// ParsePerf reads nccl-tests text output from a job log. Lines that are not nccl-tests output
+// (NCCL INFO lines, launcher chatter) are skipped; a data row that does not fit its header is
+// an error naming the line, because a silently dropped row changes the result.
+func ParsePerf(r io.Reader) (*Perf, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	p := &Perf{}
+	var cur *Table
+	var cols *columns
+	var pending Table // header facts seen before the column header
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(stripPrefix(strings.TrimRight(sc.Text(), "\r")))
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			fields := strings.Fields(strings.TrimPrefix(line, "#"))
+			if c, ok := parseHeader(fields); ok {
+				t := pending
+				t.Line = n
+				p.Tables = append(p.Tables, t)
+				cur, cols, pending = &p.Tables[len(p.Tables)-1], c, Table{}
+				continue
+			}
+			if err := headerFact(&pending, cur, line); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n, err)
+			}
+			continue
+		}
+		if cur == nil || cur.AvgBusBW != nil {
+			continue // the table is closed by its footer
+		}
+		if line == "..." || line == "…" {
+			cur.Elided = true
+			continue
+		}
+		if oobRe.MatchString(line) || avgRe.MatchString(line) {
+			// the footer of early versions, printed without '#'
+			if err := headerFact(&pending, cur, line); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n, err)
+			}
+			continue
+		}
+		fields := strings.Fields(line)
+		if _, err := strconv.ParseInt(fields[0], 10, 64); err != nil {
+			continue // an NCCL INFO line or other output between rows
+		}
+		row, err := cols.row(fields)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v (header at line %d: %s)", n, err, cur.Line, strings.Join(cols.names, " "))
+		}
+		row.Line = n
+		cur.Rows = append(cur.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %v", n+1, err)
+	}
+	if len(p.Tables) == 0 {
+		return nil, fmt.Errorf("no nccl-tests table: no header line with size, count, type, time, algbw and busbw columns")
+	}
+	return p, nil
+}
+
+// headerFact records a '#' line that says something about the run: lines before a table
+// (version, test name, ranks) go to the next table, footer lines to the current one.
+func headerFact(next, cur *Table, line string) error {
+	t := next
+	if m := versionRe.FindStringSubmatch(line); m != nil {
+		t.TestsVersion = m[1]
+		if m[2] != "" {
+			t.NCCLLibrary, _ = strconv.Atoi(m[2])
+		}
+	} else if m := startingRe.FindStringSubmatch(line); m != nil {
+		if strings.Contains(line, "concluded") && cur != nil {
+			t = cur
+		}
+		t.Collective = m[1]
+	} else if m := rankLine.FindStringSubmatch(line); m != nil {
+		t.Ranks++
+		t.Hosts = appendNew(t.Hosts, m[1])
+		t.Devices = appendNew(t.Devices, strings.TrimSpace(m[2]))
+	} else if cur == nil {
+		return nil
+	} else if m := oobRe.FindStringSubmatch(line); m != nil {
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		cur.OutOfBounds = &v
+	} else if m := avgRe.FindStringSubmatch(line); m != nil {
+		t = cur
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return fmt.Errorf("Avg bus bandwidth %q is not a number", m[1])
+		}
+		t.AvgBusBW = &v
+	}
+	return nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func (c *columns) row(f []string) (Row, error) {
+	var r Row
+	full := c.width()
+	inPlaceOnly := len(c.groups) == 2 && len(f) == full-c.groupLen
+	if len(f) != full && !inPlaceOnly {
+		return r, fmt.Errorf("%d fields where the header has %d", len(f), full)
+	}
+	var err error
+	if r.Bytes, err = strconv.ParseInt(f[c.size], 10, 64); err != nil || r.Bytes < 0 {
+		return r, fmt.Errorf("size %q is not a byte count", f[c.size])
+	}
+	if r.Count, err = strconv.ParseInt(f[c.count], 10, 64); err != nil || r.Count < 0 {
+		return r, fmt.Errorf("count %q is not an element count", f[c.count])
+	}
+	r.Type = f[c.typ]
+	if c.op >= 0 {
+		r.Op = f[c.op]
+	}
+	r.Root = -1
+	if c.root >= 0 {
+		if r.Root, err = strconv.Atoi(f[c.root]); err != nil {
+			return r, fmt.Errorf("root %q is not a rank", f[c.root])
+		}
+	}
+	start := c.groups[0]
+	if inPlaceOnly {
+		m, err := c.measure(f[start : start+c.groupLen])
+		r.InPlace = m
+		return r, err
+	}
+	if r.OutOfPlace, err = c.measure(f[start : start+c.groupLen]); err != nil {
+		return r, fmt.Errorf("out-of-place: %v", err)
+	}
+	if len(c.groups) == 2 {
+		if r.InPlace, err = c.measure(f[c.groups[1] : c.groups[1]+c.groupLen]); err != nil {
+			return r, fmt.Errorf("in-place: %v", err)
+		}
+	}
+	return r, nil
+}
+
+// measure reads time, algbw, busbw and the check column. Numbers may be in exponent form
+// (nccl-tests prints "1.2e+05" when a value outgrows its column).
+func (c *columns) measure(f []string) (*Measure, error) {
+	m := &Measure{}
+	for i, dst := range []*float64{&m.TimeUs, &m.AlgBW, &m.BusBW} {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%s %q is not a number", c.names[c.groups[0]+i], f[i])
+		}
+		*dst = v
+	}
+	if len(f) > 3 {
+		check := f[3]
+		if check != "N/A" {
+			v, err := strconv.ParseFloat(check, 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%s %q is not a count", c.names[c.groups[0]+3], check)
+			}
+			// Older versions print the maximum relative error ("error", "res"), where small
+			// values are normal: only a #wrong count says results were wrong.
+			if c.names[c.groups[0]+3] == "#wrong" {
+				w := int64(v)
+				m.Wrong = &w
+			}
+		}
+	}
+	return m, nil
+}

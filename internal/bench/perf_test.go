@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func parseFile(t *testing.T, name string) *Perf {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var p *Perf
+	if strings.HasSuffix(name, ".json") {
+		p, err = ParsePerfJSON(f)
+	} else {
+		p, err = ParsePerf(f)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return p
+}
+
+// Each fixture's facts, read by eye from the file: the parser must find exactly these.
+func TestParseFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		file                string
+		rows                int
+		first, last         int64
+		lastBusBW           float64 // out-of-place busbw of the last row
+		collective, version string
+		ranks, hosts        int
+		elided, checked     bool
+		avg                 float64
+		typ, op             string
+	}{
+		{"srun-p4de-2node.txt", 29, 8, 2 << 30, 78.82, "", "", 0, 0, false, true, 23.7728, "float", "sum"},
+		{"mpijob-p5-eks-excerpt.txt", 7, 0, 2 << 30, 448.22, "", "", 0, 0, true, true, 51.2208, "float", "sum"},
+		{"kubectl-timestamps-nocheck.txt", 32, 8, 16 << 30, 487.65, "all_reduce_perf", "2.19.6", 16, 2, false, false, 159.81, "float", "sum"},
+		{"g6e-ena-exponent.txt", 32, 8, 16 << 30, 1.94, "all_reduce_perf", "2.19.6", 8, 2, false, true, 1.09072, "float", "sum"},
+		{"per-iteration-g6e.txt", 19, 1 << 10, 1 << 28, 0, "all_reduce_perf", "", 0, 0, false, true, 7.3407, "bfloat16", "max"},
+		{"wrong-results.txt", 11, 1 << 20, 1 << 30, 426.20, "", "", 0, 0, false, true, 284.519, "float", "sum"},
+		{"legacy-res-column.txt", 3, 1 << 20, 1 << 24, 14.0, "", "", 0, 0, false, false, 14.1, "float", "sum"},
+		{"all_reduce-p5.json", 12, 1 << 20, 2 << 30, 435.5305, "all_reduce_perf", "", 16, 2, false, true, 313.865, "float", "sum"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := parseFile(t, tc.file)
+			if len(p.Tables) != 1 {
+				t.Fatalf("%d tables, want 1", len(p.Tables))
+			}
+			tb := p.Tables[0]
+			if len(tb.Rows) != tc.rows {
+				t.Fatalf("%d rows, want %d", len(tb.Rows), tc.rows)
+			}
+			first, last := tb.Rows[0], tb.Rows[len(tb.Rows)-1]
+			if first.Bytes != tc.first || last.Bytes != tc.last {
+				t.Errorf("sizes %d..%d, want %d..%d", first.Bytes, last.Bytes, tc.first, tc.last)
+			}
+			if tc.lastBusBW != 0 && last.OutOfPlace.BusBW != tc.lastBusBW {
+				t.Errorf("last busbw %v, want %v", last.OutOfPlace.BusBW, tc.lastBusBW)
+			}
+			if tb.Collective != tc.collective || tb.TestsVersion != tc.version {
+				t.Errorf("collective %q version %q, want %q %q", tb.Collective, tb.TestsVersion, tc.collective, tc.version)
+			}
+			if tb.Ranks != tc.ranks || len(tb.Hosts) != tc.hosts {
+				t.Errorf("%d ranks on %v, want %d on %d hosts", tb.Ranks, tb.Hosts, tc.ranks, tc.hosts)
+			}
+			if tb.Elided != tc.elided {
+				t.Errorf("elided %v, want %v", tb.Elided, tc.elided)
+			}
+			if got := first.OutOfPlace.Wrong != nil && last.InPlace.Wrong != nil; got != tc.checked {
+				t.Errorf("#wrong read as a count: %v, want %v", got, tc.checked)
+			}
+			if tc.avg != 0 && (tb.AvgBusBW == nil || *tb.AvgBusBW != tc.avg) {
+				t.Errorf("avg busbw %v, want %v", tb.AvgBusBW, tc.avg)
+			}
+			if first.Type != tc.typ || first.Op != tc.op {
+				t.Errorf("type/op %s/%s, want %s/%s", first.Type, first.Op, tc.typ, tc.op)
+			}
+			for _, r := range tb.Rows {
+				if r.OutOfPlace == nil || r.InPlace == nil {
+					t.Errorf("row %d B lost a half", r.Bytes)
+				}
+			}
+		})
+	}
+}
+
+func TestExponentAndWrongCounts(t *testing.T) {
+	last := parseFile(t, "g6e-ena-exponent.txt").Tables[0].Rows
+	if got := last[len(last)-1].OutOfPlace.TimeUs; got != 1.5e7 {
+		t.Errorf("exponent time read as %v, want 1.5e7", got)
+	}
+	for _, r := range parseFile(t, "wrong-results.txt").Tables[0].Rows {
+		want := int64(0)
+		if r.Bytes == 1<<28 {
+			want = 1024
+		}
+		if *r.OutOfPlace.Wrong != want {
+			t.Errorf("%d B: #wrong %d, want %d", r.Bytes, *r.OutOfPlace.Wrong, want)
+		}
+	}
+}
+
+func TestParseRefusesWhatItCannotRead(t *testing.T) {
+	const hdr = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+	for _, tc := range []struct{ name, log, want string }{
+		{"no table", "NCCL INFO hello\n", "no nccl-tests table"},
+		{"short row", hdr + "0:   1048576   262144   float   sum   -1   40.1   26.1\n", "line 2: 7 fields where the header has 13"},
+		{"text busbw", hdr + "1048576 262144 float sum -1 40.1 26.1 x 0 40.2 26.0 48.9 0\n", `line 2: out-of-place: busbw "x" is not a number`},
+		{"negative size", hdr + "-8 2 float sum -1 40.1 26.1 48.9 0 40.2 26.0 48.9 0\n", `size "-8"`},
+		{"bad avg", hdr + "# Avg bus bandwidth : fast\n", `line 2: Avg bus bandwidth "fast"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePerf(strings.NewReader(tc.log))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Two runs in one log stay two tables, each with its own footer.
+func TestTwoTables(t *testing.T) {
+	one, err := os.ReadFile("testdata/g6e-ena-exponent.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePerf(strings.NewReader(string(one) + string(one)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Tables) != 2 || len(p.Tables[1].Rows) != 32 || p.Tables[1].Collective != "all_reduce_perf" || p.Tables[1].Ranks != 8 {
+		t.Fatalf("got %d tables: %+v", len(p.Tables), p.Tables)
+	}
+}
+
+func TestInPlaceOnlyRow(t *testing.T) {
+	log := "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"     1048576        262144     float     sum      -1                                    40.20   26.08   48.91      0\n"
+	p, err := ParsePerf(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Tables[0].Rows[0]
+	if r.OutOfPlace != nil || r.InPlace == nil || r.InPlace.BusBW != 48.91 {
+		t.Fatalf("row %+v", r)
+	}
+}
+
+func FuzzParsePerf(f *testing.F) {
+	names, _ := filepath.Glob("testdata/*.txt")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, log string) {
+		p, err := ParsePerf(strings.NewReader(log))
+		if err != nil {
+			return
+		}
+		for _, tb := range p.Tables {
+			for _, r := range tb.Rows {
+				if r.Bytes < 0 || (r.OutOfPlace == nil && r.InPlace == nil) {
+					t.Fatalf("impossible row %+v", r)
+				}
+				NewResult("fuzz", tb, nil, "", nil) // must not panic on any table
+			}
+		}
+	})
+}

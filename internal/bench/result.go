@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/doctor"
+)
+
+// Result is one benchmark run, with what is needed to reproduce and compare it.
+type Result struct {
+	Log          string `json:"log"`
+	Against      string `json:"against,omitempty"` // "stack x, pool y" or "profile p"
+	Pool         string `json:"pool,omitempty"`
+	InstanceType string `json:"instanceType,omitempty"`
+	Nodes        int    `json:"nodes,omitempty"` // 0 when neither the table nor NCCL says
+	Placement    string `json:"placement,omitempty"`
+	Table
+
+	NCCLVersion   string `json:"ncclVersion,omitempty"`
+	NetPlugin     string `json:"netPlugin,omitempty"`
+	PluginVersion string `json:"netPluginVersion,omitempty"`
+	Provider      string `json:"provider,omitempty"`
+	// IntraNode and InterNode are the transports that carried the traffic, per the doctor.
+	IntraNode string `json:"intraNode,omitempty"`
+	InterNode string `json:"interNode,omitempty"`
+
+	Peak    *SizeBW  `json:"peak,omitempty"`
+	AtSizes []SizeBW `json:"atSizes"`
+	Verdict Verdict  `json:"verdict"`
+}
+
+// SizeBW is the out-of-place bus bandwidth at one message size.
+type SizeBW struct {
+	Bytes int64   `json:"bytes"`
+	BusBW float64 `json:"busbwGBps"`
+}
+
+// Verdict statuses.
+const (
+	Pass    = "pass"
+	Fail    = "fail"
+	Unknown = "unknown"
+)
+
+// Verdict says whether the run is right (no wrong results) and as fast as published figures.
+type Verdict struct {
+	Status     string                    `json:"status"`
+	Reasons    []string                  `json:"reasons"`
+	References []topology.BusBWReference `json:"references,omitempty"`
+}
+
+// reportSizes are the sizes whose busbw every report shows, when the sweep reached them.
+var reportSizes = []int64{1 << 30, 16 << 30}
+
+// NewResult judges the table against the pool (nil: no expectation) and what the doctor read
+// from the same log (nil: the log has no NCCL INFO lines).
+func NewResult(logName string, t Table, pool *topology.PoolSpec, against string, d *doctor.Report) *Result {
+	r := &Result{Log: logName, Against: against, Table: t, AtSizes: []SizeBW{}}
+	if pool != nil {
+		r.Pool, r.InstanceType, r.Placement = pool.Name, pool.Instance.Name, string(pool.Placement.Strategy)
+	}
+	r.Nodes = len(t.Hosts)
+	if d != nil {
+		r.NCCLVersion, r.NetPlugin, r.PluginVersion, r.Provider = d.NCCLVersion, d.NetPlugin, d.PluginVersion, d.Provider
+		if r.InstanceType == "" {
+			r.InstanceType = d.InstanceType
+		}
+		if len(d.Communicators) > 0 {
+			c := d.Communicators[0]
+			r.IntraNode, r.InterNode = c.IntraNode, c.InterNode
+			if r.Nodes == 0 {
+				r.Nodes = c.Nodes
+			}
+		}
+	}
+	for _, row := range t.Rows {
+		if row.OutOfPlace == nil {
+			continue
+		}
+		if r.Peak == nil || row.OutOfPlace.BusBW > r.Peak.BusBW {
+			r.Peak = &SizeBW{row.Bytes, row.OutOfPlace.BusBW}
+		}
+		for _, s := range reportSizes {
+			if row.Bytes == s {
+				r.AtSizes = append(r.AtSizes, SizeBW{s, row.OutOfPlace.BusBW})
+			}
+		}
+	}
+	r.Verdict = r.judge()
+	return r
+}
+
+func (r *Result) judge() Verdict {
+	v := Verdict{Status: Pass, Reasons: []string{}}
+	fail := func(format string, a ...any) {
+		v.Status = Fail
+		v.Reasons = append(v.Reasons, fmt.Sprintf(format, a...))
+	}
+	unknown := func(format string, a ...any) {
+		if v.Status == Pass {
+			v.Status = Unknown
+		}
+		v.Reasons = append(v.Reasons, fmt.Sprintf(format, a...))
+	}
+	for _, row := range r.Rows {
+		for _, m := range []struct {
+			name string
+			m    *Measure
+		}{{"out-of-place", row.OutOfPlace}, {"in-place", row.InPlace}} {
+			if m.m != nil && m.m.Wrong != nil && *m.m.Wrong > 0 {
+				fail("line %d: %d wrong elements at %s (%s): the collective returned wrong data; "+
+					"suspect the GPU, its memory or the fabric before any bandwidth", row.Line, *m.m.Wrong, HumanBytes(row.Bytes), m.name)
+			}
+		}
+	}
+	if r.OutOfBounds != nil && *r.OutOfBounds > 0 {
+		fail("nccl-tests counted %d out-of-bounds values", *r.OutOfBounds)
+	}
+	if r.OutOfBounds == nil && !r.Elided {
+		unknown("no \"Out of bounds values\" footer: the run ended early or the log was cut")
+	}
+	if len(r.Rows) == 0 {
+		unknown("the table has no rows")
+		return v
+	}
+	if r.Collective != "" && r.Collective != "all_reduce_perf" {
+		unknown("published figures are for all_reduce_perf; this is %s", r.Collective)
+		return v
+	}
+	switch {
+	case r.InstanceType == "":
+		unknown("instance type unknown: pass --stack/--pool or --profile (the log names no platform)")
+		return v
+	case r.Nodes == 0:
+		unknown("node count unknown: the log has neither nccl-tests' \"Rank … on HOST\" lines nor NCCL's nNodes")
+		return v
+	}
+	v.References = topology.BusBWReferences(r.InstanceType, r.Nodes)
+	if len(v.References) == 0 {
+		unknown("no published all_reduce_perf figure for %d x %s; bandwidth not judged", r.Nodes, r.InstanceType)
+		return v
+	}
+	judged := false
+	for _, ref := range v.References {
+		row := r.rowAt(ref.Bytes)
+		if row == nil || row.OutOfPlace == nil {
+			v.Reasons = append(v.Reasons, fmt.Sprintf("no %s row: the published %.2f GB/s there is not judged", HumanBytes(ref.Bytes), ref.BusBW))
+			continue
+		}
+		judged = true
+		got, floor := row.OutOfPlace.BusBW, ref.BusBW*topology.BusBWTolerance
+		if got < floor {
+			fail("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s (below the %.0f%% nccl-tests accepts)",
+				got, HumanBytes(ref.Bytes), 100*got/ref.BusBW, ref.BusBW, 100*topology.BusBWTolerance)
+		} else {
+			v.Reasons = append(v.Reasons, fmt.Sprintf("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s",
+				got, HumanBytes(ref.Bytes), 100*got/ref.BusBW, ref.BusBW))
+		}
+	}
+	if !judged {
+		sizes := make([]string, len(v.References))
+		for i, ref := range v.References {
+			sizes[i] = HumanBytes(ref.Bytes)
+		}
+		unknown("the sweep has none of the sizes with a published figure (%s); run with -e up to %s",
+			strings.Join(sizes, ", "), sizes[len(sizes)-1])
+	}
+	if r.Collective == "" && judged {
+		v.Reasons = append(v.Reasons, "the log does not name the test (older nccl-tests); judged as all_reduce_perf")
+	}
+	return v
+}
+
+func (r *Result) rowAt(bytes int64) *Row {
+	for i := range r.Rows {
+		if r.Rows[i].Bytes == bytes {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
+// HumanBytes prints a message size as nccl-tests users say it: 2 GiB, 512 KiB, 8 B.
+func HumanBytes(b int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for i < len(units)-1 && b >= 1024 && b%1024 == 0 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%d %s", b, units[i])
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/doctor"
+)
+
+func profilePool(t *testing.T, name string) *topology.PoolSpec {
+	t.Helper()
+	p, ok := topology.BuiltinProfile(name)
+	if !ok {
+		t.Fatalf("no profile %s", name)
+	}
+	s, err := topology.Derive(name, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func doctorOf(t *testing.T, file string) *doctor.Report {
+	t.Helper()
+	f, err := os.Open("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := doctor.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doctor.Diagnose(l, nil, nil, "")
+}
+
+func TestVerdictAgainstPublishedFigures(t *testing.T) {
+	p5 := profilePool(t, "p5-efa")
+	for _, tc := range []struct {
+		name   string
+		file   string
+		pool   *topology.PoolSpec
+		doctor bool
+		scale  float64 // multiplies every busbw: a slower run of the same shape
+		status string
+		reason string
+	}{
+		// nodes from NCCL's nNodes (the doctor), the 2 GiB figure of AWS's EKS run
+		{"p5 EKS excerpt", "mpijob-p5-eks-excerpt.txt", p5, true, 1, Pass, "busbw 448.22 GB/s at 2 GiB is 102% of the published 437.79 GB/s"},
+		{"p5 EKS at 80%", "mpijob-p5-eks-excerpt.txt", p5, true, 0.8, Fail, "is 82% of the published 437.79 GB/s (below the 90% nccl-tests accepts)"},
+		// nodes from nccl-tests' rank lines; both p5 figures judged
+		{"p5 16 GiB", "kubectl-timestamps-nocheck.txt", p5, false, 1, Pass, "at 16 GiB is 100% of the published 487.09 GB/s"},
+		{"no node count", "srun-p4de-2node.txt", p5, false, 1, Unknown, "node count unknown"},
+		{"no instance type", "kubectl-timestamps-nocheck.txt", nil, false, 1, Unknown, "instance type unknown"},
+		{"nobody published g6e", "g6e-ena-exponent.txt", profilePool(t, "g6e-ena"), false, 1, Unknown, "no published all_reduce_perf figure for 2 x g6e.12xlarge"},
+		{"wrong results fail", "wrong-results.txt", p5, false, 1, Fail, "1024 wrong elements at 256 MiB (out-of-place)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := parseFile(t, tc.file).Tables[0]
+			for i := range tb.Rows {
+				for _, m := range []*Measure{tb.Rows[i].OutOfPlace, tb.Rows[i].InPlace} {
+					m.BusBW *= tc.scale
+					m.BusBW = float64(int64(m.BusBW*100+0.5)) / 100
+				}
+			}
+			var d *doctor.Report
+			if tc.doctor {
+				d = doctorOf(t, tc.file)
+			}
+			r := NewResult(tc.file, tb, tc.pool, "test", d)
+			if r.Verdict.Status != tc.status || !strings.Contains(strings.Join(r.Verdict.Reasons, "\n"), tc.reason) {
+				t.Fatalf("verdict %s %q, want %s with %q", r.Verdict.Status, r.Verdict.Reasons, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
+func TestResultFacts(t *testing.T) {
+	file := "mpijob-p5-eks-excerpt.txt"
+	r := NewResult(file, parseFile(t, file).Tables[0], profilePool(t, "p5-efa"), "profile p5-efa", doctorOf(t, file))
+	if r.Nodes != 2 || r.InstanceType != "p5.48xlarge" || r.Placement != "cluster" {
+		t.Errorf("nodes %d type %s placement %s", r.Nodes, r.InstanceType, r.Placement)
+	}
+	if r.NCCLVersion != "2.18.5+cuda12.2" || r.PluginVersion == "" || r.InterNode != topology.ClassifyTransport("NET/Libfabric/0/GDRDMA") {
+		t.Errorf("versions/transports from the doctor: nccl %q plugin %q inter %q", r.NCCLVersion, r.PluginVersion, r.InterNode)
+	}
+	if r.Peak == nil || r.Peak.Bytes != 2<<30 || len(r.AtSizes) != 1 || r.AtSizes[0].Bytes != 1<<30 || r.AtSizes[0].BusBW != 426.5 {
+		t.Errorf("peak %+v at sizes %+v", r.Peak, r.AtSizes)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for in, want := range map[int64]string{0: "0 B", 8: "8 B", 1536: "1536 B", 1 << 20: "1 MiB", 16 << 30: "16 GiB"} {
+		if got := HumanBytes(in); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

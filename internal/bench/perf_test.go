@@ -177,3 +177,15 @@ func FuzzParsePerf(f *testing.F) {
 		}
 	})
 }
+
+func TestStripPrefix(t *testing.T) {
+	const row = "     1048576        262144     float     sum      -1"
+	for _, in := range []string{
+		"[1,0]<stdout>:" + row, "0: " + row, "1:0: " + row, "2026-11-20T14:03:00.5Z " + row,
+		"2026-11-20T14:03:00+01:00 [1,12]<stdout>:" + row, row,
+	} {
+		if got := stripPrefix(in); got != row {
+			t.Errorf("stripPrefix(%q) = %q", in, got)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,8 +64,8 @@ var launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\
 // kubectl logs --timestamps puts an RFC 3339 time first.
 var kubectlTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) `)
 
-// stripPrefix removes launcher and kubectl prefixes, keeping the column alignment irrelevant:
-// the parser splits on whitespace.
+// stripPrefix removes launcher and kubectl prefixes. Column alignment does not matter after
+// that: rows are split on whitespace.
 func stripPrefix(line string) string {
 	line = kubectlTimestamp.ReplaceAllString(line, "")
 	if m := launcherPrefix.FindString(line); m != "" {
@@ -225,42 +226,39 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 // headerFact records a '#' line that says something about the run: lines before a table
 // (version, test name, ranks) go to the next table, footer lines to the current one.
 func headerFact(next, cur *Table, line string) error {
-	t := next
 	if m := versionRe.FindStringSubmatch(line); m != nil {
-		t.TestsVersion = m[1]
+		next.TestsVersion = m[1]
 		if m[2] != "" {
-			t.NCCLLibrary, _ = strconv.Atoi(m[2])
+			next.NCCLLibrary, _ = strconv.Atoi(m[2])
 		}
 	} else if m := startingRe.FindStringSubmatch(line); m != nil {
+		t := next
 		if strings.Contains(line, "concluded") && cur != nil {
 			t = cur
 		}
 		t.Collective = m[1]
 	} else if m := rankLine.FindStringSubmatch(line); m != nil {
-		t.Ranks++
-		t.Hosts = appendNew(t.Hosts, m[1])
-		t.Devices = appendNew(t.Devices, strings.TrimSpace(m[2]))
+		next.Ranks++
+		next.Hosts = appendNew(next.Hosts, m[1])
+		next.Devices = appendNew(next.Devices, strings.TrimSpace(m[2]))
 	} else if cur == nil {
-		return nil
+		return nil // a footer with no table before it
 	} else if m := oobRe.FindStringSubmatch(line); m != nil {
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		cur.OutOfBounds = &v
 	} else if m := avgRe.FindStringSubmatch(line); m != nil {
-		t = cur
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
 			return fmt.Errorf("Avg bus bandwidth %q is not a number", m[1])
 		}
-		t.AvgBusBW = &v
+		cur.AvgBusBW = &v
 	}
 	return nil
 }
 
 func appendNew(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
 }

@@ -13,7 +13,6 @@ import (
 // one object with the run's config, the devices, a results list and the footer checks.
 // Only the fields a result needs are read; env is deliberately not kept (it can hold secrets).
 type perfFile struct {
-	Version     *int     `json:"version"`
 	Args        []string `json:"args"`
 	NCCLVersion int      `json:"nccl_version"`
 	Config      struct {

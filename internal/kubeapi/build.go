@@ -1,6 +1,7 @@
 // Package kubeapi starts a real kube-apiserver and etcd on loopback for tests, with the real
-// Karpenter CRDs installed, and creates objects in it over plain HTTP. Both binaries are built
-// from the Go module proxy (the nested modules under build/) into a cache directory and reused.
+// Karpenter and MPI operator CRDs installed, and creates objects in it over plain HTTP; on
+// request it adds a real kube-scheduler. The binaries are built from the Go module proxy (the
+// nested modules under build/) into a cache directory and reused.
 package kubeapi
 
 import (
@@ -89,48 +90,70 @@ func binary(name string) (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
-// KarpenterModule is the Karpenter AWS provider module, pinned by build/crds/go.mod.
-const KarpenterModule = "github.com/aws/karpenter-provider-aws"
+// Modules whose CRDs the test server installs, pinned by build/crds/go.mod.
+const (
+	KarpenterModule   = "github.com/aws/karpenter-provider-aws"
+	MPIOperatorModule = "github.com/kubeflow/mpi-operator"
+)
+
+// MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
+const MPIOperatorVersion = "v0.7.0"
 
 // KarpenterModuleDir is where the pinned Karpenter AWS provider lies in the module cache: the
 // one place gpucluster fetches it, for its CRDs (the test API server) and its generated data
-// (prices, bandwidth), all at the same version. `go mod download` reads the cache when the
-// module is there (then it needs no network: GOPROXY=off works) and the module proxy otherwise,
-// checking build/crds/go.sum either way.
-func KarpenterModuleDir() (string, error) {
+// (prices, bandwidth), all at the same version.
+func KarpenterModuleDir() (string, error) { return ModuleDir(KarpenterModule) }
+
+// ModuleDir is where a module pinned by build/crds/go.mod lies in the module cache. `go mod
+// download` reads the cache when the module is there (then it needs no network: GOPROXY=off
+// works) and the module proxy otherwise, checking build/crds/go.sum either way.
+func ModuleDir(module string) (string, error) {
 	dir := buildDir("crds")
-	download := exec.Command("go", "mod", "download", KarpenterModule)
+	download := exec.Command("go", "mod", "download", module)
 	download.Dir = dir
 	if msg, err := download.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go mod download %s: %v\n%s", KarpenterModule, err, msg)
+		return "", fmt.Errorf("go mod download %s: %v\n%s", module, err, msg)
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", KarpenterModule)
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locating %s: %v", KarpenterModule, err)
+		return "", fmt.Errorf("locating %s: %v", module, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
 
-// karpenterCRDs returns the CRD manifests of the pinned Karpenter AWS provider.
-func karpenterCRDs() ([][]byte, error) {
-	mod, err := KarpenterModuleDir()
+// crdFiles are the CRD manifests the test server installs: Karpenter's (pkg/apis/crds) and the
+// MPI operator's MPIJob (manifests/base, the file its release applies).
+func crdFiles() ([]string, error) {
+	karpenter, err := KarpenterModuleDir()
 	if err != nil {
 		return nil, err
 	}
-	crdDir := filepath.Join(mod, "pkg", "apis", "crds")
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(karpenter, "pkg", "apis", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s", crdDir)
+		return nil, fmt.Errorf("no CRDs in %s", karpenter)
 	}
-	var crds [][]byte
+	mpi, err := ModuleDir(MPIOperatorModule)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, filepath.Join(mpi, "manifests", "base", "kubeflow.org_mpijobs.yaml")), nil
+}
+
+// crds returns the CRD manifests the test server installs.
+func crds() ([][]byte, error) {
+	files, err := crdFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, b)
+		out = append(out, b)
 	}
-	return crds, nil
+	return out, nil
 }

@@ -51,7 +51,7 @@ type apiResource struct {
 const adminToken = "gpucluster-test-admin-token"
 
 // Start builds (or reuses) the binaries and starts etcd and kube-apiserver on free loopback
-// ports, then installs the Karpenter CRDs. Stop it with Stop.
+// ports, then installs the Karpenter and MPI operator CRDs. Stop it with Stop.
 func Start() (*Server, error) {
 	etcdBin, err := binary("etcd")
 	if err != nil {
@@ -109,11 +109,11 @@ func Start() (*Server, error) {
 	if err := s.waitReady(90 * time.Second); err != nil {
 		return nil, err
 	}
-	crds, err := karpenterCRDs()
+	manifests, err := crds()
 	if err != nil {
 		return nil, err
 	}
-	for _, crd := range crds {
+	for _, crd := range manifests {
 		obj, err := yamlToObject(crd)
 		if err != nil {
 			return nil, err

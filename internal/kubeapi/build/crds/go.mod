@@ -1,5 +1,8 @@
 module gpucluster.test/crds
 
-go 1.24.0
+go 1.25.0
 
-require github.com/aws/karpenter-provider-aws v1.14.1
+require (
+	github.com/aws/karpenter-provider-aws v1.14.1
+	github.com/kubeflow/mpi-operator v0.7.0
+)

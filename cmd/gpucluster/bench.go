@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/internal/bench"
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
@@ -123,15 +124,15 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 	}
 	fmt.Fprintf(w, "%12s  %10s  %10s  %10s  %10s  %s\n", "size", "time(us)", "busbw", "in-place", "busbw", "#wrong")
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "%12s  %s  %s  %s\n", bench.HumanBytes(row.Bytes), measureCols(row.OutOfPlace), measureCols(row.InPlace), wrongCol(row))
+		fmt.Fprintf(w, "%12s  %s  %s  %s\n", topology.HumanSize(row.Bytes), measureCols(row.OutOfPlace), measureCols(row.InPlace), wrongCol(row))
 	}
 	if r.Elided {
 		fmt.Fprintln(w, "(rows were elided from this log: an excerpt)")
 	}
 	if r.Peak != nil {
-		fmt.Fprintf(w, "peak busbw %.2f GB/s at %s", r.Peak.BusBW, bench.HumanBytes(r.Peak.Bytes))
+		fmt.Fprintf(w, "peak busbw %.2f GB/s at %s", r.Peak.BusBW, topology.HumanSize(r.Peak.Bytes))
 		for _, s := range r.AtSizes {
-			fmt.Fprintf(w, "; %.2f GB/s at %s", s.BusBW, bench.HumanBytes(s.Bytes))
+			fmt.Fprintf(w, "; %.2f GB/s at %s", s.BusBW, topology.HumanSize(s.Bytes))
 		}
 		fmt.Fprintln(w)
 	}
@@ -143,7 +144,7 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 		fmt.Fprintf(w, "  - %s\n", reason)
 	}
 	for _, ref := range r.Verdict.References {
-		fmt.Fprintf(w, "  reference: %.2f GB/s at %s on %d x %s — %s\n", ref.BusBW, bench.HumanBytes(ref.Bytes), ref.Nodes, ref.InstanceType, ref.Source)
+		fmt.Fprintf(w, "  reference: %.2f GB/s at %s on %d x %s — %s\n", ref.BusBW, topology.HumanSize(ref.Bytes), ref.Nodes, ref.InstanceType, ref.Source)
 	}
 }
 

@@ -59,10 +59,36 @@ func kubeReservedCPUMillis(vcpus int) float64 {
 // kubelet evicts under memory pressure, and eligible for exclusive cores under the static CPU
 // manager. /dev/shm is memory-backed and counts within this memory.
 func trainingPodCPUMemory(it InstanceType, pods int) (cpu, memory resource.Quantity) {
-	cpuMillis := float64(it.VCPUs)*1000 - kubeReservedCPUMillis(it.VCPUs) - daemonSetCPUMillis
-	memMiB := float64(it.MemoryGiB)*1024*usableMemoryFraction -
-		float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB+daemonSetMemoryMiB)
+	cpuMillis, memMiB := nodeAllocatable(it)
+	cpuMillis -= daemonSetCPUMillis
+	memMiB -= daemonSetMemoryMiB
 	cores := int64(cpuMillis/1000) / int64(pods)
 	gib := int64(memMiB/1024) / int64(pods)
 	return resource.MustParse(fmt.Sprint(max(cores, 1))), resource.MustParse(fmt.Sprintf("%dGi", max(gib, 1)))
+}
+
+// nodeAllocatable is the CPU (millicores) and memory (MiB) a node of the type offers pods:
+// capacity less kube-reserved and the eviction threshold.
+func nodeAllocatable(it InstanceType) (cpuMillis, memMiB float64) {
+	cpuMillis = float64(it.VCPUs)*1000 - kubeReservedCPUMillis(it.VCPUs)
+	memMiB = float64(it.MemoryGiB)*1024*usableMemoryFraction -
+		float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB)
+	return cpuMillis, memMiB
+}
+
+// NodeAllocatable is what a node of the pool registers as allocatable: CPU and memory after
+// EKS's reservations, its pod limit, the GPUs the NVIDIA device plugin advertises, the EFA
+// devices the EFA device plugin advertises (the interfaces the pool attaches), and no huge
+// pages: the EKS GPU images reserve none, and Karpenter does not model them, so a pod asking
+// for them never finds (or launches) a node.
+func NodeAllocatable(p PoolSpec) map[string]string {
+	cpu, mem := nodeAllocatable(p.Instance)
+	a := map[string]string{
+		"cpu": fmt.Sprintf("%dm", int64(cpu)), "memory": fmt.Sprintf("%dMi", int64(mem)), "pods": fmt.Sprint(maxPods(p.Instance.VCPUs)),
+		ResourceGPU: fmt.Sprint(p.Instance.GPUCount), "hugepages-2Mi": "0", "hugepages-1Gi": "0",
+	}
+	if p.Network.EFAInterfaces > 0 {
+		a[ResourceEFA] = fmt.Sprint(p.Network.EFAInterfaces)
+	}
+	return a
 }

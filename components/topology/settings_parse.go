@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"fmt"
+	"strings"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -119,4 +122,42 @@ func (r *reader) scalarBool(v *yaml.Node, key string) (bool, bool) {
 		return false, false
 	}
 	return b, true
+}
+
+// benchmarks reads gpucluster:benchmarks: {enabled, trainingCommand}.
+func (r *reader) benchmarks(n *yaml.Node, lines map[string]int) BenchmarkSettings {
+	var b BenchmarkSettings
+	if !r.expectKind(n, yaml.MappingNode, KeyBenchmarks, "a mapping {enabled: true, trainingCommand: [train.py, --epochs, \"1\"]}") {
+		return b
+	}
+	r.eachKey(n, KeyBenchmarks+".", []string{"enabled", "trainingCommand"}, func(k string, kn, val *yaml.Node) {
+		key := KeyBenchmarks + "." + k
+		lines[key] = kn.Line
+		switch k {
+		case "enabled":
+			b.Enabled, _ = r.scalarBool(val, key)
+		case "trainingCommand":
+			l, ok := r.stringList(val, key, key, lines)
+			if !ok {
+				return
+			}
+			if len(l) == 0 {
+				r.fail(kn.Line, key, "list the script and its arguments, such as [train.py, --deepspeed, ds_z3.json], or remove the key",
+					"an empty training command runs nothing")
+			}
+			for i, arg := range l {
+				if strings.HasPrefix(arg, "--nnodes") || strings.HasPrefix(arg, "--nproc") || strings.HasPrefix(arg, "--rdzv") || arg == "torchrun" {
+					r.fail(lines[fmt.Sprintf("%s[%d]", key, i)], fmt.Sprintf("%s[%d]", key, i),
+						"remove it: gpucluster derives torchrun's nodes, processes per node and rendezvous from the pool",
+						"%q is torchrun's own; the command lists only the script torchrun runs and its arguments", arg)
+				}
+			}
+			b.TrainingCommand = l
+		}
+	})
+	if len(b.TrainingCommand) > 0 && !b.Enabled {
+		r.fail(lines[KeyBenchmarks+".trainingCommand"], KeyBenchmarks+".enabled", "add enabled: true, or remove trainingCommand",
+			"a training command is set but benchmarks are not enabled: no job would run it")
+	}
+	return b
 }

@@ -30,6 +30,8 @@ type StackSpec struct {
 	// owner or cost centre the stack is tagged with ("" for none).
 	Expiry string `json:"expiresAt,omitempty"`
 	Owner  string `json:"owner,omitempty"`
+	// Benchmarks are the stack's benchmark settings; each pool's jobs are its Benchmark.
+	Benchmarks BenchmarkSettings `json:"benchmarks"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.
@@ -57,7 +59,9 @@ type PoolSpec struct {
 	InCluster   InClusterSpec   `json:"inCluster"`
 	TrainingPod TrainingPodSpec `json:"trainingPod"`
 	NCCL        NCCLExpectation `json:"nccl"`
-	Findings    []Finding       `json:"findings"`
+	// Benchmark is the pool's benchmark jobs (nil unless the stack enables benchmarks).
+	Benchmark *PoolBenchmark `json:"benchmark,omitempty"`
+	Findings  []Finding      `json:"findings"`
 }
 
 // Scaling is the node count. For Karpenter pools GPULimit caps the NodePool (MaxNodes x GPUs).

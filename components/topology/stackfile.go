@@ -45,6 +45,7 @@ type Stack struct {
 	MaxHourlyCost float64
 	maxCostLine   int
 	Expiry, Owner string // see StackSpec
+	Benchmarks    BenchmarkSettings
 }
 
 // Pool is one GPU pool of a stack.
@@ -59,7 +60,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner}
+	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -88,11 +89,14 @@ func LoadStack(path string) (StackSpec, error) {
 func DeriveStack(st Stack) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
 		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost,
-		Expiry: st.Expiry, Owner: st.Owner}
+		Expiry: st.Expiry, Owner: st.Owner, Benchmarks: st.Benchmarks}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
 			return StackSpec{}, err
+		}
+		if st.Benchmarks.Enabled {
+			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
 		spec.Pools = append(spec.Pools, ps)
 	}
@@ -279,6 +283,9 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 			}
 			st.TrainingImage = img
 		}
+	}
+	if n := settings[KeyBenchmarks]; n != nil {
+		st.Benchmarks = r.benchmarks(n, lines)
 	}
 	for _, prob := range validateSettings(region, st.Cluster, st.VPC) {
 		line, inherited := problemLine(prob.Key, lines)

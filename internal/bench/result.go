@@ -111,7 +111,7 @@ func (r *Result) judge() Verdict {
 		}{{"out-of-place", row.OutOfPlace}, {"in-place", row.InPlace}} {
 			if m.m != nil && m.m.Wrong != nil && *m.m.Wrong > 0 {
 				fail("line %d: %d wrong elements at %s (%s): the collective returned wrong data; "+
-					"suspect the GPU, its memory or the fabric before any bandwidth", row.Line, *m.m.Wrong, HumanBytes(row.Bytes), m.name)
+					"suspect the GPU, its memory or the fabric before any bandwidth", row.Line, *m.m.Wrong, topology.HumanSize(row.Bytes), m.name)
 			}
 		}
 	}
@@ -146,23 +146,23 @@ func (r *Result) judge() Verdict {
 	for _, ref := range v.References {
 		row := r.rowAt(ref.Bytes)
 		if row == nil || row.OutOfPlace == nil {
-			v.Reasons = append(v.Reasons, fmt.Sprintf("no %s row: the published %.2f GB/s there is not judged", HumanBytes(ref.Bytes), ref.BusBW))
+			v.Reasons = append(v.Reasons, fmt.Sprintf("no %s row: the published %.2f GB/s there is not judged", topology.HumanSize(ref.Bytes), ref.BusBW))
 			continue
 		}
 		judged = true
 		got, floor := row.OutOfPlace.BusBW, ref.BusBW*topology.BusBWTolerance
 		if got < floor {
 			fail("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s (below the %.0f%% nccl-tests accepts)",
-				got, HumanBytes(ref.Bytes), 100*got/ref.BusBW, ref.BusBW, 100*topology.BusBWTolerance)
+				got, topology.HumanSize(ref.Bytes), 100*got/ref.BusBW, ref.BusBW, 100*topology.BusBWTolerance)
 		} else {
 			v.Reasons = append(v.Reasons, fmt.Sprintf("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s",
-				got, HumanBytes(ref.Bytes), 100*got/ref.BusBW, ref.BusBW))
+				got, topology.HumanSize(ref.Bytes), 100*got/ref.BusBW, ref.BusBW))
 		}
 	}
 	if !judged {
 		sizes := make([]string, len(v.References))
 		for i, ref := range v.References {
-			sizes[i] = HumanBytes(ref.Bytes)
+			sizes[i] = topology.HumanSize(ref.Bytes)
 		}
 		unknown("the sweep has none of the sizes with a published figure (%s); run with -e up to %s",
 			strings.Join(sizes, ", "), sizes[len(sizes)-1])
@@ -180,15 +180,4 @@ func (r *Result) rowAt(bytes int64) *Row {
 		}
 	}
 	return nil
-}
-
-// HumanBytes prints a message size as nccl-tests users say it: 2 GiB, 512 KiB, 8 B.
-func HumanBytes(b int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for i < len(units)-1 && b >= 1024 && b%1024 == 0 {
-		b /= 1024
-		i++
-	}
-	return fmt.Sprintf("%d %s", b, units[i])
 }

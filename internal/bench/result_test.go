@@ -93,8 +93,8 @@ func TestResultFacts(t *testing.T) {
 
 func TestHumanBytes(t *testing.T) {
 	for in, want := range map[int64]string{0: "0 B", 8: "8 B", 1536: "1536 B", 1 << 20: "1 MiB", 16 << 30: "16 GiB"} {
-		if got := HumanBytes(in); got != want {
-			t.Errorf("HumanBytes(%d) = %q, want %q", in, got, want)
+		if got := topology.HumanSize(in); got != want {
+			t.Errorf("topology.HumanSize(%d) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,203 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+)
+
+// KeyBenchmarks enables the benchmark jobs of a stack: {enabled, trainingCommand}.
+const KeyBenchmarks = ConfigNamespace + ":benchmarks"
+
+// BenchmarkSettings are the stack's benchmark settings.
+type BenchmarkSettings struct {
+	// Enabled installs the MPI operator and derives each pool's benchmark jobs.
+	Enabled bool `json:"enabled"`
+	// TrainingCommand is the training script and its arguments, run by torchrun after the
+	// arguments gpucluster derives (nodes, processes per node, rendezvous); empty: no training job.
+	TrainingCommand []string `json:"trainingCommand,omitempty"`
+}
+
+// PoolBenchmark is what a pool's benchmark jobs run, derived from its spec.
+type PoolBenchmark struct {
+	// Nodes the jobs span: a managed node group's desired size (it has no autoscaler), a
+	// Karpenter pool's maximum (Karpenter launches what the pending pods ask for).
+	Nodes int          `json:"nodes"`
+	NCCL  NCCLTestJob  `json:"ncclTest"`
+	Train *TrainingJob `json:"training,omitempty"`
+	// DoNotDisrupt: Karpenter must not consolidate or replace a node while a job runs on it.
+	DoNotDisrupt bool `json:"doNotDisrupt"`
+	// Notes say what a reader of the results must know about this pool's runs.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// NCCLTestJob is nccl-tests' all_reduce_perf across the pool, in the MPIJob shape AWS documents
+// for EKS: a launcher running mpirun, and one worker per training pod (per node, or per GPU in
+// the pod-per-GPU layout), each requesting the pod's GPUs and EFA devices.
+type NCCLTestJob struct {
+	Name           string `json:"name"`
+	Image          string `json:"image"`
+	Workers        int    `json:"workers"`
+	SlotsPerWorker int    `json:"slotsPerWorker"`
+	Processes      int    `json:"processes"`
+	// MaxBytes is the largest message of the sweep, Iterations the timed iterations per size.
+	MaxBytes   int64  `json:"maxBytes"`
+	Iterations int    `json:"iterations"`
+	SizeReason string `json:"sizeReason"`
+	// Env goes to every rank (mpirun -x): only what aws-ofi-nccl does not set, and NCCL_DEBUG=INFO
+	// so that `gpucluster doctor` and `bench report` read the transports from the same log.
+	Env     []EnvVar `json:"env"`
+	Command []string `json:"command"`
+	// DeadlineSeconds bounds the whole run, node start and image pull included;
+	// KeepFinishedSeconds keeps the launcher (and its log) after the run, then it is deleted.
+	DeadlineSeconds     int `json:"deadlineSeconds"`
+	KeepFinishedSeconds int `json:"keepFinishedSeconds"`
+	// Retries are the launcher's: mpirun's first ssh to a worker whose sshd has just started can
+	// be refused.
+	Retries int `json:"retries"`
+}
+
+// TrainingJob is torchrun across the pool: one pod per training pod slot, rank 0's pod hosting
+// the c10d rendezvous behind a headless service.
+type TrainingJob struct {
+	Name         string   `json:"name"`
+	Service      string   `json:"service"`
+	Pods         int      `json:"pods"`
+	ProcsPerPod  int      `json:"procsPerPod"`
+	RendezvousAt string   `json:"rendezvousAt"`
+	Command      []string `json:"command"`
+	// JoinTimeoutSeconds bounds how long the first ranks wait for the last (the gang start):
+	// Kubernetes starts the pods together but has no gang scheduler, so torchrun's rendezvous
+	// is what holds the run until every node is in.
+	JoinTimeoutSeconds  int `json:"joinTimeoutSeconds"`
+	DeadlineSeconds     int `json:"deadlineSeconds"`
+	KeepFinishedSeconds int `json:"keepFinishedSeconds"`
+}
+
+// Benchmark job constants, each with why.
+const (
+	// NCCLTestsBinary is where AWS's nccl-tests image installs all_reduce_perf.
+	NCCLTestsBinary = "/opt/nccl-tests/build/all_reduce_perf"
+	// ncclMaxBytes is AWS's sweep end on p4de/p5 (-e 16G): large enough for busbw to plateau.
+	ncclMaxBytes = 16 << 30
+	// ncclIterations is AWS's -n 100 with GPUDirect RDMA; see ncclSweep for the others.
+	ncclIterations        = 100
+	ncclIterationsStaged  = 20
+	ncclMaxBytesStaged    = 4 << 30
+	ncclDeadlineSeconds   = 3600  // node launch, a ~10 GB image pull and the sweep
+	trainDeadlineSeconds  = 86400 // a benchmark training run; the stack's expiry bounds it too
+	keepFinishedSeconds   = 3600  // time to run bench report on the launcher's log
+	launcherRetries       = 2
+	RendezvousPort        = 29500 // torchrun's default master port
+	rendezvousJoinTimeout = 600   // torchrun's default join_timeout, stated
+)
+
+// BenchmarkNodes is how many nodes a pool's benchmark spans.
+func BenchmarkNodes(p PoolSpec) int {
+	if p.Provisioner == ProvisionerKarpenter {
+		return p.Scaling.MaxNodes
+	}
+	return p.Scaling.DesiredNodes
+}
+
+// deriveBenchmark derives a pool's benchmark jobs.
+func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchmark {
+	pod := p.TrainingPod
+	nodes := BenchmarkNodes(p)
+	b := &PoolBenchmark{Nodes: nodes, DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
+	workers := nodes * pod.PodsPerNode
+	maxBytes, iters, why := ncclSweep(p.Instance)
+	b.NCCL = NCCLTestJob{
+		Name: p.Name + "-nccl-allreduce", Image: image, Workers: workers, SlotsPerWorker: pod.GPUsPerPod,
+		Processes: workers * pod.GPUsPerPod, MaxBytes: maxBytes, Iterations: iters, SizeReason: why,
+		Env: pod.Env, DeadlineSeconds: ncclDeadlineSeconds, KeepFinishedSeconds: keepFinishedSeconds, Retries: launcherRetries,
+	}
+	b.NCCL.Command = mpirunCommand(b.NCCL)
+	if nodes < 2 {
+		b.Notes = append(b.Notes, fmt.Sprintf("the pool runs %d node(s): all-reduce measures only the GPUs inside one node, not the network between nodes", nodes))
+	}
+	if pod.GPUsPerPod == 1 && pod.PodsPerNode > 1 {
+		b.Notes = append(b.Notes, "one GPU per pod: ranks on the same node talk over the network, not NVLink; compare with a pod-per-node pool to see what that costs")
+	}
+	if len(s.TrainingCommand) > 0 {
+		name := p.Name + "-train"
+		t := &TrainingJob{Name: name, Service: name, Pods: workers, ProcsPerPod: pod.GPUsPerPod,
+			RendezvousAt:       fmt.Sprintf("%s-0.%s:%d", name, name, RendezvousPort),
+			JoinTimeoutSeconds: rendezvousJoinTimeout, DeadlineSeconds: trainDeadlineSeconds, KeepFinishedSeconds: keepFinishedSeconds}
+		t.Command = append([]string{"torchrun", fmt.Sprintf("--nnodes=%d", t.Pods), fmt.Sprintf("--nproc-per-node=%d", t.ProcsPerPod),
+			"--rdzv-backend=c10d", "--rdzv-endpoint=" + t.RendezvousAt, "--rdzv-id=" + name,
+			fmt.Sprintf("--rdzv-conf=join_timeout=%d", t.JoinTimeoutSeconds)}, s.TrainingCommand...)
+		b.Train = t
+	} else {
+		b.Notes = append(b.Notes, fmt.Sprintf("no training job: set %s.trainingCommand to the script torchrun runs", KeyBenchmarks))
+	}
+	return b
+}
+
+// ncclSweep is the sweep's largest message and iteration count: AWS's 16 GiB and 100 iterations
+// with GPUDirect RDMA, where a GPU holds the two buffers of an out-of-place all-reduce in 80% of
+// its memory (else the largest power of two that fits). Without GPUDirect RDMA traffic is staged
+// through host memory at a few GB/s, where a 16 GiB all-reduce takes tens of seconds: the sweep
+// stops at 4 GiB, long after busbw has levelled, with 20 iterations, inside the deadline.
+func ncclSweep(it InstanceType) (int64, int, string) {
+	size, iters := int64(ncclMaxBytes), ncclIterations
+	why := "AWS's sweep end"
+	if !it.GPUDirectRDMA {
+		size, iters = ncclMaxBytesStaged, ncclIterationsStaged
+		why = it.Name + " stages network traffic through host memory, where large messages take seconds each"
+	}
+	limit := int64(it.GPUMemoryGiB) << 30 * 8 / 10 / 2
+	for size > limit && size > 1<<20 {
+		size /= 2
+		why = fmt.Sprintf("two buffers of twice the size do not fit in 80%% of a %d GiB %s", it.GPUMemoryGiB, it.GPUModel)
+	}
+	return size, iters, fmt.Sprintf("up to %s (%s), %d iterations", HumanSize(size), why, iters)
+}
+
+// mpirunCommand is the launcher's command. --tag-output prefixes each line with its rank, which
+// bench report reads; -N places the pod's GPUs' ranks on each worker; --bind-to none leaves CPU
+// placement to NCCL; the TCP byte-transfer layer carries only MPI's own bootstrap. Each rank gets
+// the environment by name (mpirun -x): ssh-started ranks do not inherit the worker's.
+func mpirunCommand(j NCCLTestJob) []string {
+	cmd := []string{"mpirun", "--allow-run-as-root", "--tag-output", "-np", fmt.Sprint(j.Processes), "-N", fmt.Sprint(j.SlotsPerWorker),
+		"--bind-to", "none", "--mca", "pml", "^ucx", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent",
+		"-x", "PATH", "-x", "LD_LIBRARY_PATH"}
+	for _, e := range j.Env {
+		cmd = append(cmd, "-x", e.Name)
+	}
+	return append(cmd, NCCLTestsBinary, "-b", "8", "-e", ncclSizeArg(j.MaxBytes), "-f", "2", "-g", "1", "-c", "1", "-n", fmt.Sprint(j.Iterations))
+}
+
+// ncclSizeArg writes a size as nccl-tests' -b/-e take it (a K, M or G suffix is 2^10, 2^20, 2^30).
+func ncclSizeArg(n int64) string {
+	for _, u := range []struct {
+		shift  int
+		suffix string
+	}{{30, "G"}, {20, "M"}, {10, "K"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// HumanSize writes a byte count in the largest binary unit that divides it: 16 GiB, 8 B.
+func HumanSize(b int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for i < len(units)-1 && b >= 1024 && b%1024 == 0 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%d %s", b, units[i])
+}
+
+// String describes the settings for messages.
+func (s BenchmarkSettings) String() string {
+	if !s.Enabled {
+		return "off"
+	}
+	if len(s.TrainingCommand) == 0 {
+		return "NCCL all-reduce"
+	}
+	return "NCCL all-reduce and torchrun " + strings.Join(s.TrainingCommand, " ")
+}

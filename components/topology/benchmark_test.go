@@ -1,0 +1,124 @@
+package topology
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBenchmarkJobsFollowThePool derives every built-in profile's benchmark and checks the MPI
+// arithmetic against the pool's own shape: one worker per training pod, one slot per GPU of the
+// pod, -np and -N in the command equal to them, and a sweep the GPUs can hold.
+func TestBenchmarkJobsFollowThePool(t *testing.T) {
+	settings := BenchmarkSettings{Enabled: true, TrainingCommand: []string{"train.py", "--deepspeed", "ds_z3.json"}}
+	for _, name := range BuiltinProfileNames() {
+		p, _ := BuiltinProfile(name)
+		pool, err := Derive("gpu", p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b := deriveBenchmark(pool, settings, DefaultTrainingImage)
+		pod, it := pool.TrainingPod, pool.Instance
+		nodes := pool.Scaling.DesiredNodes
+		if pool.Provisioner == ProvisionerKarpenter {
+			nodes = pool.Scaling.MaxNodes
+		}
+		n := b.NCCL
+		if b.Nodes != nodes || n.Workers != nodes*pod.PodsPerNode || n.SlotsPerWorker != pod.GPUsPerPod || n.Processes != n.Workers*pod.GPUsPerPod {
+			t.Errorf("%s: %d nodes, %d workers × %d slots, -np %d; pool %d nodes × %d pods × %d GPUs", name, b.Nodes, n.Workers, n.SlotsPerWorker, n.Processes,
+				nodes, pod.PodsPerNode, pod.GPUsPerPod)
+		}
+		if got := flag(n.Command, "-np"); got != strconv.Itoa(n.Processes) {
+			t.Errorf("%s: mpirun -np %s, want %d", name, got, n.Processes)
+		}
+		if got := flag(n.Command, "-N"); got != strconv.Itoa(pod.GPUsPerPod) {
+			t.Errorf("%s: mpirun -N %s, want %d", name, got, pod.GPUsPerPod)
+		}
+		// Two buffers of the largest message fit in 80% of one GPU's memory.
+		if 2*n.MaxBytes > int64(it.GPUMemoryGiB)<<30*8/10 {
+			t.Errorf("%s: -e %d does not fit a %d GiB GPU twice", name, n.MaxBytes, it.GPUMemoryGiB)
+		}
+		if it.GPUDirectRDMA && it.GPUMemoryGiB >= 40 && (n.MaxBytes != 16<<30 || n.Iterations != 100) {
+			t.Errorf("%s: %s with GPUDirect RDMA sweeps to %d × %d, want AWS's 16 GiB × 100", name, it.Name, n.MaxBytes, n.Iterations)
+		}
+		if got := flag(n.Command, "-e"); got != ncclSizeArg(n.MaxBytes) {
+			t.Errorf("%s: -e %s, want %s", name, got, ncclSizeArg(n.MaxBytes))
+		}
+		// Every rank gets the pool's NCCL environment by name, NCCL_DEBUG=INFO among it.
+		for _, e := range pod.Env {
+			if !slices.Contains(pairs(n.Command, "-x"), e.Name) {
+				t.Errorf("%s: mpirun does not pass %s to the ranks", name, e.Name)
+			}
+		}
+		if !slices.ContainsFunc(n.Env, func(e EnvVar) bool { return e.Name == "NCCL_DEBUG" && e.Value == "INFO" }) {
+			t.Errorf("%s: no NCCL_DEBUG=INFO: the doctor could not read the run's log", name)
+		}
+		if strings.Contains(n.Image, ":latest") || !strings.Contains(n.Image, "ncclv") {
+			t.Errorf("%s: image %s is not pinned to a tag naming its versions", name, n.Image)
+		}
+		if b.DoNotDisrupt != (pool.Provisioner == ProvisionerKarpenter) {
+			t.Errorf("%s: do-not-disrupt %v on a %s pool", name, b.DoNotDisrupt, pool.Provisioner)
+		}
+		tr := b.Train
+		if tr == nil || tr.Pods != n.Workers || tr.ProcsPerPod != pod.GPUsPerPod ||
+			flagEq(tr.Command, "--nnodes") != strconv.Itoa(tr.Pods) || flagEq(tr.Command, "--nproc-per-node") != strconv.Itoa(pod.GPUsPerPod) ||
+			!slices.Equal(tr.Command[len(tr.Command)-3:], settings.TrainingCommand) {
+			t.Errorf("%s: training job %+v", name, tr)
+		}
+	}
+}
+
+func TestBenchmarkOffWithoutTheKey(t *testing.T) {
+	spec, err := LoadStack("../../stacks/Pulumi.dev.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range spec.Pools {
+		if p.Benchmark != nil {
+			t.Errorf("dev: pool %s has benchmark jobs though the stack does not enable them", p.Name)
+		}
+	}
+	spec, err = LoadStack("../../stacks/Pulumi.p4d-pod-per-gpu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := spec.Pools[0].Benchmark
+	if b == nil || b.NCCL.Workers != 4 || b.NCCL.SlotsPerWorker != 1 || b.Train != nil || len(b.Notes) != 3 {
+		t.Fatalf("p4d-pod-per-gpu: %+v", b)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for n, want := range map[int64][2]string{16 << 30: {"16G", "16 GiB"}, 512 << 20: {"512M", "512 MiB"}, 8: {"8", "8 B"}, 3 << 10: {"3K", "3 KiB"}} {
+		if got := [2]string{ncclSizeArg(n), HumanSize(n)}; got != want {
+			t.Errorf("%d: %v, want %v", n, got, want)
+		}
+	}
+}
+
+func flag(cmd []string, name string) string {
+	if i := slices.Index(cmd, name); i >= 0 && i+1 < len(cmd) {
+		return cmd[i+1]
+	}
+	return ""
+}
+
+func flagEq(cmd []string, name string) string {
+	for _, a := range cmd {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func pairs(cmd []string, name string) []string {
+	var out []string
+	for i, a := range cmd {
+		if a == name && i+1 < len(cmd) {
+			out = append(out, cmd[i+1])
+		}
+	}
+	return out
+}

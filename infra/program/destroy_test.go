@@ -132,6 +132,19 @@ func TestDestroyOrder(t *testing.T) {
 				}
 			}
 		}
+		// The MPI operator deletes the benchmark pods of the jobs still running: it goes after
+		// the system nodes it runs on and the route out of them.
+		for _, dep := range ev.ofType("kubernetes:apps/v1:Deployment") {
+			if !strings.HasSuffix(dep.Name, "-mpi-operator-controller") {
+				continue
+			}
+			mustOutlive(t, stack, ev.res, dep, "system node group (where the operator runs)", func(x offline.Resource) bool {
+				return x.Type == "aws:eks/nodeGroup:NodeGroup" && strings.HasSuffix(x.Name, "-system")
+			})
+			if created {
+				mustOutlive(t, stack, ev.res, dep, "NAT gateway and private routes", network)
+			}
+		}
 		// The controller terminates Karpenter's instances: its permissions, identity, queue and
 		// route to the EC2 API outlive it.
 		for _, chart := range ev.ofType("kubernetes:helm.sh/v4:Chart") {

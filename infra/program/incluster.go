@@ -7,6 +7,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
 	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
@@ -17,6 +18,7 @@ type InCluster struct {
 	FabricManager  *fabricmanager.FabricManager
 	Karpenter      *karpenter.Controller // nil without Karpenter pools
 	KarpenterPools map[string]*karpenter.Pool
+	MPIOperator    *mpioperator.Operator // nil unless the stack enables benchmarks
 }
 
 // buildInCluster deploys the in-cluster pieces the derived spec asks for, through a Kubernetes
@@ -45,6 +47,13 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Labels: spec.Labels()}, k8s)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Benchmarks.Enabled {
+		in.MPIOperator, err = mpioperator.New(ctx, spec.Cluster.Name+"-mpi-operator",
+			mpioperator.Args{Labels: spec.Labels(), Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...)}, in.Provider)
+		if err != nil {
+			return nil, err
+		}
 	}
 	for _, pool := range spec.Pools {
 		if pool.Provisioner != topology.ProvisionerKarpenter {

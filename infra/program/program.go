@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpucluster/gpucluster/components/benchjobs"
 	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/expiry"
 	"github.com/gpucluster/gpucluster/components/network"
@@ -31,7 +32,9 @@ type Deployment struct {
 	Cluster      *cluster.Cluster
 	Pools        map[string]*nodepool.NodePool
 	PodTemplates map[string]map[string]any
-	InCluster    *InCluster
+	// BenchmarkJobs are each pool's benchmark objects as one v1 List (kubectl apply -f -).
+	BenchmarkJobs map[string]map[string]any
+	InCluster     *InCluster
 }
 
 // Run returns the program of one stack file as the offline commands evaluate it: the
@@ -132,7 +135,8 @@ const (
 // Build creates every AWS resource of a derived stack.
 func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 	tags := spec.Tags()
-	d := &Deployment{Spec: spec, Pools: map[string]*nodepool.NodePool{}, PodTemplates: map[string]map[string]any{}}
+	d := &Deployment{Spec: spec, Pools: map[string]*nodepool.NodePool{}, PodTemplates: map[string]map[string]any{},
+		BenchmarkJobs: map[string]map[string]any{}}
 	var err error
 	d.Network, err = network.New(ctx, spec.Cluster.Name, network.Args{ClusterName: spec.Cluster.Name, Settings: spec.VPC, Tags: tags})
 	if err != nil {
@@ -166,6 +170,11 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 		d.Pools[pool.Name] = np
 		if d.PodTemplates[pool.Name], err = podtemplate.AsMap(podtemplate.For(pool, spec.TrainingImage, spec.Labels())); err != nil {
 			return nil, err
+		}
+		if objs, err := benchjobs.Objects(spec, pool); err != nil {
+			return nil, err
+		} else if objs != nil {
+			d.BenchmarkJobs[pool.Name] = benchjobs.List(objs)
 		}
 	}
 	if d.InCluster, err = buildInCluster(ctx, d); err != nil {
@@ -213,6 +222,7 @@ func outputs(d *Deployment, secret bool) map[string]pulumi.Output {
 		"nodeGroupNames":       nodeGroups.ToStringMapOutput(),
 		"placementGroupNames":  placementGroups.ToStringMapOutput(),
 		"trainingPodTemplates": pulumi.ToMap(asAnyMap(d.PodTemplates)).ToMapOutput(),
+		"benchmarkJobs":        pulumi.ToMap(asAnyMap(d.BenchmarkJobs)).ToMapOutput(),
 	}
 	if secret {
 		for k, v := range outs {

@@ -542,7 +542,7 @@ func TestRunExportsTheOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"clusterName", "kubeconfig", "nodeGroupNames", "placementGroupNames", "systemNodeGroupName", "trainingPodTemplates", "vpcId"}
+	want := []string{"benchmarkJobs", "clusterName", "kubeconfig", "nodeGroupNames", "placementGroupNames", "systemNodeGroupName", "trainingPodTemplates", "vpcId"}
 	if got := sortedKeys(values); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("exports %v, want %v", got, want)
 	}
@@ -557,6 +557,20 @@ func TestRunExportsTheOutputs(t *testing.T) {
 	tpl, _ := values["trainingPodTemplates"].(map[string]any)
 	if gpu, _ := tpl["gpu"].(map[string]any); gpu["spec"] == nil {
 		t.Errorf("training pod template of pool gpu: %v", tpl)
+	}
+	if jobs, _ := values["benchmarkJobs"].(map[string]any); len(jobs) != 0 {
+		t.Errorf("dev does not enable benchmarks, yet exports jobs %v", jobs)
+	}
+	// An experiment stack exports each pool's jobs as one List for kubectl apply -f -.
+	_, values, err = runCapturing(t, offline.NewEngine("p5-efa"), Run("../../stacks/Pulumi.p5-efa.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := values["benchmarkJobs"].(map[string]any)
+	list, _ := jobs["gpu"].(map[string]any)
+	items, _ := list["items"].([]any)
+	if list["kind"] != "List" || len(items) != 1 || items[0].(map[string]any)["kind"] != "MPIJob" {
+		t.Errorf("p5-efa benchmarkJobs %v", jobs)
 	}
 	for k, o := range outs {
 		if pulumi.IsSecret(o) != (k == "kubeconfig") {

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpucluster/gpucluster/components/benchjobs"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
 	"github.com/gpucluster/gpucluster/infra/program"
@@ -122,6 +123,9 @@ func bundle(r *Result) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := benchmarkManifests(r.Spec, manifests); err != nil {
+		return nil, err
+	}
 	for path, content := range manifests {
 		files[path] = content
 	}
@@ -144,16 +148,15 @@ func manifests(resources []offline.Resource) (map[string][]byte, error) {
 		inputs := offline.PlainMap(res.Inputs)
 		var path string
 		var doc any
-		if res.Type == "kubernetes:helm.sh/v4:Chart" {
+		switch res.Type {
+		case "kubernetes:helm.sh/v4:Chart":
 			path = "manifests/chart-" + res.Name + ".yaml"
 			doc = map[string]any{"chart": inputs["chart"], "version": inputs["version"], "namespace": inputs["namespace"], "values": inputs["values"]}
-		} else {
-			md, _ := inputs["metadata"].(map[string]any)
-			ns, _ := md["namespace"].(string)
-			name, _ := md["name"].(string)
-			kind, _ := inputs["kind"].(string)
-			path = "manifests/" + strings.ToLower(kind) + "-" + strings.Trim(ns+"-"+name, "-") + ".yaml"
-			doc = inputs
+		case "kubernetes:yaml/v2:ConfigFile":
+			path = "manifests/configfile-" + res.Name + ".yaml"
+			doc = map[string]any{"file": inputs["file"]}
+		default:
+			path, doc = manifestPath(inputs), inputs
 		}
 		b, err := yamlDoc(doc)
 		if err != nil {
@@ -162,6 +165,37 @@ func manifests(resources []offline.Resource) (map[string][]byte, error) {
 		out[path] = b
 	}
 	return out, nil
+}
+
+// manifestPath is the bundle file of one Kubernetes object: manifests/<kind>-<namespace>-<name>.yaml.
+func manifestPath(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	kind, _ := obj["kind"].(string)
+	return "manifests/" + strings.ToLower(kind) + "-" + strings.Trim(ns+"-"+name, "-") + ".yaml"
+}
+
+// benchmarkManifests adds each pool's benchmark objects: applied by hand, not by pulumi up.
+func benchmarkManifests(spec topology.StackSpec, files map[string][]byte) error {
+	for _, pool := range spec.Pools {
+		objs, err := benchjobs.Objects(spec, pool)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			b, err := yamlDoc(obj)
+			if err != nil {
+				return err
+			}
+			path := manifestPath(obj)
+			if _, taken := files[path]; taken {
+				return fmt.Errorf("pool %s: benchmark object %s would overwrite a manifest of the stack", pool.Name, path)
+			}
+			files[path] = b
+		}
+	}
+	return nil
 }
 
 // yamlDoc marshals a JSON-shaped value as YAML with sorted keys (deterministic).

@@ -104,10 +104,17 @@ func TestG6eENABundle(t *testing.T) {
 	review := read(t, filepath.Join(dir, "REVIEW.md"))
 	mustContain(t, "REVIEW.md", review, "`shm`", "`net-socket`", "none (ena-only): one ENA interface", "`efa-unused`",
 		"PCIe without GPU peer-to-peer", "$10.49 per node-hour; $41.97 per hour at 4 node(s)")
-	files, _ := filepath.Glob(filepath.Join(dir, "manifests", "*efa*"))
-	if len(files) != 0 {
-		t.Errorf("ENA-only stack has EFA manifests: %v", files)
+	// No EFA device plugin, and no manifest asks for an EFA device.
+	files, _ := filepath.Glob(filepath.Join(dir, "manifests", "*"))
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), "efa-k8s-device-plugin") || strings.Contains(read(t, f), "vpc.amazonaws.com/efa") {
+			t.Errorf("ENA-only stack has an EFA manifest: %s", f)
+		}
 	}
+	mpijob := read(t, filepath.Join(dir, "manifests", "mpijob-default-gpu-nccl-allreduce.yaml"))
+	mustContain(t, "MPIJob", mpijob, "replicas: 4", "- -np\n                - \"16\"\n", "nvidia.com/gpu: \"4\"", "- 4G\n", "- -n\n                - \"20\"\n")
+	mustContain(t, "REVIEW.md", review, "Benchmark jobs (4 node(s))", "messages up to 4 GiB (g6e.12xlarge stages network traffic through host memory, where large messages take seconds each), 20 iterations",
+		"kubectl apply -f manifests/mpijob-default-gpu-nccl-allreduce.yaml", "--stack g6e-ena --pool gpu", "no training job")
 }
 
 func TestKarpenterBundle(t *testing.T) {

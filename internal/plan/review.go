@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpucluster/gpucluster/components/benchjobs"
 	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/podtemplate"
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -104,7 +105,34 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 		return err
 	}
 	w("Training pod template (%d pod(s) per node × %d GPU × %d EFA):\n\n```yaml\n%s```\n\n", p.TrainingPod.PodsPerNode, p.TrainingPod.GPUsPerPod, p.TrainingPod.EFAPerPod, tpl)
+	benchmarkCard(b, s, p)
 	return nil
+}
+
+// benchmarkCard says what the pool's benchmark jobs run and how to run and read them.
+func benchmarkCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) {
+	bm := p.Benchmark
+	if bm == nil {
+		return
+	}
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	n := bm.NCCL
+	w("Benchmark jobs (%d node(s)):\n\n", bm.Nodes)
+	w("- NCCL all-reduce `%s`: MPIJob, %d worker pod(s) × %d slot(s), `-np %d`, messages %s. Image `%s`.\n",
+		n.Name, n.Workers, n.SlotsPerWorker, n.Processes, n.SizeReason, n.Image)
+	w("  Run: `kubectl apply -f %s`, then `kubectl logs -f job/%s-launcher > %s.log` and `gpucluster bench report --log %s.log --stack %s --pool %s`.\n",
+		manifestPath(map[string]any{"kind": "MPIJob", "metadata": map[string]any{"namespace": benchjobs.Namespace, "name": n.Name}}),
+		n.Name, n.Name, n.Name, s.Stack, p.Name)
+	if t := bm.Train; t != nil {
+		w("- Training `%s`: Indexed Job of %d pod(s), `%s`.\n", t.Name, t.Pods, strings.Join(t.Command, " "))
+	}
+	for _, note := range bm.Notes {
+		w("- %s.\n", note)
+	}
+	if bm.DoNotDisrupt {
+		w("- Pods carry `%s`: Karpenter leaves their nodes alone while they run.\n", benchjobs.AnnotationDoNotDisrupt)
+	}
+	w("\n")
 }
 
 var mermaidID = regexp.MustCompile(`[^a-zA-Z0-9_]`)

@@ -12,9 +12,13 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--json]"
+const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--json]\n" +
+	"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "compare" {
+		return cmdCompare(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "report" {
 		fmt.Fprintln(stderr, benchUsage)
 		return 2

@@ -90,7 +90,7 @@ func TestBenchmarkOffWithoutTheKey(t *testing.T) {
 }
 
 func TestSizes(t *testing.T) {
-	for n, want := range map[int64][2]string{16 << 30: {"16G", "16 GiB"}, 512 << 20: {"512M", "512 MiB"}, 8: {"8", "8 B"}, 3 << 10: {"3K", "3 KiB"}} {
+	for n, want := range map[int64][2]string{0: {"0", "0 B"}, 1536: {"1536", "1536 B"}, 16 << 30: {"16G", "16 GiB"}, 512 << 20: {"512M", "512 MiB"}, 8: {"8", "8 B"}, 3 << 10: {"3K", "3 KiB"}} {
 		if got := [2]string{ncclSizeArg(n), HumanSize(n)}; got != want {
 			t.Errorf("%d: %v, want %v", n, got, want)
 		}

@@ -75,6 +75,12 @@ func NewResult(logName string, t Table, pool *topology.PoolSpec, against string,
 			}
 		}
 	}
+	// Hostnames and NCCL's node count are per pod: with several pods per node (one per GPU)
+	// the pods of one node count once per node.
+	if pool != nil && pool.TrainingPod.PodsPerNode > 1 && r.Nodes > 0 {
+		ppn := pool.TrainingPod.PodsPerNode
+		r.Nodes = (r.Nodes + ppn - 1) / ppn
+	}
 	for _, row := range t.Rows {
 		if row.OutOfPlace == nil {
 			continue

@@ -91,10 +91,13 @@ func TestResultFacts(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	for in, want := range map[int64]string{0: "0 B", 8: "8 B", 1536: "1536 B", 1 << 20: "1 MiB", 16 << 30: "16 GiB"} {
-		if got := topology.HumanSize(in); got != want {
-			t.Errorf("topology.HumanSize(%d) = %q, want %q", in, got, want)
-		}
+// TestNodesOfPodPerGPU: with one pod per GPU, four ranks on four pods are one node.
+func TestNodesOfPodPerGPU(t *testing.T) {
+	table := Table{Hosts: []string{"w-0", "w-1", "w-2", "w-3"}}
+	if r := NewResult("x", table, profilePool(t, "p4d-pod-per-gpu"), "", nil); r.Nodes != 1 {
+		t.Errorf("p4d pod-per-GPU, 4 pods: %d nodes, want 1", r.Nodes)
+	}
+	if r := NewResult("x", table, profilePool(t, "p4d-efa"), "", nil); r.Nodes != 4 {
+		t.Errorf("p4d pod-per-node, 4 pods: %d nodes, want 4", r.Nodes)
 	}
 }

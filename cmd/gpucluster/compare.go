@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gpucluster/gpucluster/internal/bench"
+)
+
+const compareUsage = "usage: gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
+
+// cmdCompare shows runs side by side: a Markdown table on stdout and, with --svg, a chart.
+func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("bench compare", stderr)
+	svg := fs.String("svg", "", "also draw busbw against message size into this SVG file (a new file, or one compare wrote)")
+	files, err := parseArgs(fs, args)
+	if err != nil || len(files) == 0 {
+		fmt.Fprintln(stderr, compareUsage)
+		return 2
+	}
+	var runs []bench.Run
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
+			return 2
+		}
+		rs, err := bench.LoadRuns(f, raw)
+		if err != nil {
+			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
+			return 2
+		}
+		runs = append(runs, rs...)
+	}
+	if len(runs) < 2 {
+		fmt.Fprintf(stderr, "gpucluster bench compare: %d run in %v: give at least two (gpucluster bench report --json writes one file per log)\n", len(runs), files)
+		return 2
+	}
+	if *svg != "" {
+		if err := writeChart(*svg, compareSVG(runs)); err != nil {
+			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
+			return 2
+		}
+	}
+	fmt.Fprint(stdout, compareMarkdown(runs))
+	return 0
+}
+
+// writeChart writes the chart to a new file, or replaces a chart compare wrote before; any other
+// file is the user's and is left alone.
+func writeChart(path, svg string) error {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("--svg %s is not a regular file: choose a new file name", path)
+	default:
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(old, []byte(svgMarker)) {
+			return fmt.Errorf("--svg %s exists and is not a chart gpucluster wrote: choose a new file name (nothing was written)", path)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpucluster-chart-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(svg); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/internal/bench"
@@ -40,10 +41,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var perf *bench.Perf
+	var training *bench.Training
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
 		perf, err = bench.ParsePerfJSON(bytes.NewReader(raw))
 	} else {
 		perf, err = bench.ParsePerf(bytes.NewReader(raw))
+		if errors.Is(err, bench.ErrNoTable) {
+			// Not nccl-tests: a training job's log, if it has a clock to read.
+			var terr error
+			if training, terr = bench.ParseTraining(bytes.NewReader(raw)); terr != nil {
+				err = fmt.Errorf("%v; nor a training log: %v", err, terr)
+			} else {
+				err = nil
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
@@ -66,8 +77,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var results []*bench.Result
-	for _, t := range perf.Tables {
-		results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
+	if training != nil {
+		results = append(results, bench.NewTrainingResult(*logFile, training, pool, against, diag))
+	} else {
+		for _, t := range perf.Tables {
+			results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
+		}
 	}
 	if *asJSON {
 		if code := writeJSON(stdout, stderr, results); code != 0 {
@@ -78,7 +93,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			if i > 0 {
 				fmt.Fprintln(stdout)
 			}
-			writeBench(stdout, r, diag != nil)
+			if r.Training != nil {
+				writeTraining(stdout, r, diag != nil)
+			} else {
+				writeBench(stdout, r, diag != nil)
+			}
 		}
 	}
 	return benchExit(results, pool != nil)
@@ -97,6 +116,51 @@ func benchExit(results []*bench.Result, asked bool) int {
 		}
 	}
 	return code
+}
+
+// writeTraining prints a training run: its wall clock, the trainer's own figures, the verdict.
+func writeTraining(w io.Writer, r *bench.Result, sawNCCL bool) {
+	t := r.Training
+	fmt.Fprintf(w, "training run in %s", r.Log)
+	if r.Against != "" {
+		fmt.Fprintf(w, " (against %s)", r.Against)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "instance %s, nodes %s, placement %s\n", orDash(r.InstanceType), count(r.Nodes), orDash(r.Placement))
+	writeTransports(w, r, sawNCCL)
+	if t.TimestampSource != "" {
+		fmt.Fprintf(w, "wall clock %s (%.0f s), lines %d to %d, %s timestamps\n", time.Duration(t.WallClockSeconds*float64(time.Second)).Round(time.Second),
+			t.WallClockSeconds, t.FirstLine, t.LastLine, t.TimestampSource)
+	} else {
+		fmt.Fprintln(w, "wall clock unknown: no timestamped lines (collect the log with kubectl logs --timestamps)")
+	}
+	if t.TrainerRuntimeSeconds != nil {
+		fmt.Fprintf(w, "trainer runtime %.1f s (line %d)", *t.TrainerRuntimeSeconds, t.RuntimeLine)
+		if t.SamplesPerSecond != nil {
+			fmt.Fprintf(w, ", %g samples/s", *t.SamplesPerSecond)
+		}
+		if t.StepsPerSecond != nil {
+			fmt.Fprintf(w, ", %g steps/s", *t.StepsPerSecond)
+		}
+		fmt.Fprintln(w)
+	}
+	writeVerdict(w, r)
+}
+
+func writeTransports(w io.Writer, r *bench.Result, sawNCCL bool) {
+	if sawNCCL {
+		fmt.Fprintf(w, "NCCL %s, net plugin %s, provider %s; traffic: intra-node %s, inter-node %s\n",
+			orDash(r.NCCLVersion), orDash(strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion)), orDash(r.Provider), orDash(r.IntraNode), orDash(r.InterNode))
+	} else {
+		fmt.Fprintln(w, "no NCCL INFO lines: transports unknown (run with NCCL_DEBUG=INFO to see them)")
+	}
+}
+
+func writeVerdict(w io.Writer, r *bench.Result) {
+	fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Status)
+	for _, reason := range r.Verdict.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
 }
 
 func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
@@ -120,12 +184,7 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 		fmt.Fprintf(w, " on %s", strings.Join(r.Devices, ", "))
 	}
 	fmt.Fprintln(w)
-	if sawNCCL {
-		fmt.Fprintf(w, "NCCL %s, net plugin %s, provider %s; traffic: intra-node %s, inter-node %s\n",
-			orDash(r.NCCLVersion), orDash(strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion)), orDash(r.Provider), orDash(r.IntraNode), orDash(r.InterNode))
-	} else {
-		fmt.Fprintln(w, "no NCCL INFO lines: transports unknown (run with NCCL_DEBUG=INFO to see them)")
-	}
+	writeTransports(w, r, sawNCCL)
 	fmt.Fprintf(w, "%12s  %10s  %10s  %10s  %10s  %s\n", "size", "time(us)", "busbw", "in-place", "busbw", "#wrong")
 	for _, row := range r.Rows {
 		fmt.Fprintf(w, "%12s  %s  %s  %s\n", topology.HumanSize(row.Bytes), measureCols(row.OutOfPlace), measureCols(row.InPlace), wrongCol(row))
@@ -143,10 +202,7 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 	if r.AvgBusBW != nil {
 		fmt.Fprintf(w, "avg bus bandwidth %g GB/s (depends on the sizes swept: reported, not compared)\n", *r.AvgBusBW)
 	}
-	fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Status)
-	for _, reason := range r.Verdict.Reasons {
-		fmt.Fprintf(w, "  - %s\n", reason)
-	}
+	writeVerdict(w, r)
 	for _, ref := range r.Verdict.References {
 		fmt.Fprintf(w, "  reference: %.2f GB/s at %s on %d x %s — %s\n", ref.BusBW, topology.HumanSize(ref.Bytes), ref.Nodes, ref.InstanceType, ref.Source)
 	}

@@ -41,6 +41,10 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster bench compare: %d run in %v: give at least two (gpucluster bench report --json writes one file per log)\n", len(runs), files)
 		return 2
 	}
+	if *svg != "" && len(bench.Sizes(runs)) == 0 {
+		fmt.Fprintln(stderr, "gpucluster bench compare: --svg draws busbw against message size, and no run has an nccl-tests table")
+		return 2
+	}
 	if *svg != "" {
 		if err := writeChart(*svg, compareSVG(runs)); err != nil {
 			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)

@@ -25,6 +25,12 @@ func compareMarkdown(runs []bench.Run) string {
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Label, orDash(r.InstanceType), count(r.Nodes), count(r.Ranks),
 			orDash(r.Placement), orDash(r.IntraNode), orDash(r.InterNode), orDash(r.NCCLVersion), plugin, r.Verdict.Status)
 	}
+	if hasTraining(runs) {
+		trainingTable(&b, runs)
+	}
+	if len(bench.Sizes(runs)) == 0 {
+		return b.String()
+	}
 	w("\nOut-of-place bus bandwidth, GB/s (ratio to %s):\n\n| size |", runs[0].Label)
 	for _, r := range runs {
 		w(" %s |", r.Label)
@@ -51,6 +57,47 @@ func compareMarkdown(runs []bench.Run) string {
 		w("\n")
 	}
 	return b.String()
+}
+
+func hasTraining(runs []bench.Run) bool {
+	for _, r := range runs {
+		if r.Training != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// trainingTable is the training runs' wall clocks and trainer runtimes, each with its ratio to
+// the first run's (above 1: slower).
+func trainingTable(b *strings.Builder, runs []bench.Run) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	w("\nTraining (ratio to %s; above 1 is slower):\n\n| run | wall clock (s) | trainer runtime (s) | samples/s |\n|---|---:|---:|---:|\n", runs[0].Label)
+	first := runs[0].Training
+	for _, r := range runs {
+		t := r.Training
+		if t == nil {
+			w("| %s | – | – | – |\n", r.Label)
+			continue
+		}
+		wall, runtime, rate := "–", "–", "–"
+		if t.TimestampSource != "" {
+			wall = fmt.Sprintf("%.0f", t.WallClockSeconds)
+			if first != nil && first.TimestampSource != "" && first.WallClockSeconds > 0 && r.Label != runs[0].Label {
+				wall += fmt.Sprintf(" (×%.2f)", t.WallClockSeconds/first.WallClockSeconds)
+			}
+		}
+		if t.TrainerRuntimeSeconds != nil {
+			runtime = fmt.Sprintf("%.1f", *t.TrainerRuntimeSeconds)
+			if first != nil && first.TrainerRuntimeSeconds != nil && *first.TrainerRuntimeSeconds > 0 && r.Label != runs[0].Label {
+				runtime += fmt.Sprintf(" (×%.2f)", *t.TrainerRuntimeSeconds / *first.TrainerRuntimeSeconds)
+			}
+		}
+		if t.SamplesPerSecond != nil {
+			rate = fmt.Sprintf("%g", *t.SamplesPerSecond)
+		}
+		w("| %s | %s | %s | %s |\n", r.Label, wall, runtime, rate)
+	}
 }
 
 // svgMarker is in every chart compare writes: it may replace a file carrying it, and no other.

@@ -99,3 +99,34 @@ func TestBenchCompareBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCompareTraining: the field comparison (g6e over EFA against ENA) from two training
+// logs: wall clocks and trainer runtimes side by side, with ENA's ratio to EFA.
+func TestBenchCompareTraining(t *testing.T) {
+	dir := t.TempDir()
+	efa := reportJSON(t, dir, "train-g6e-efa-kubectl.txt", "g6e-efa-train.json")
+	ena := reportJSON(t, dir, "train-g6e-ena-glog.txt", "g6e-ena-train.json")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"bench", "compare", efa, ena}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var runs []bench.Run
+	for _, f := range []string{efa, ena} {
+		raw, _ := os.ReadFile(f)
+		rs, err := bench.LoadRuns(f, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, rs...)
+	}
+	a, b := runs[0].Training, runs[1].Training
+	want := fmt.Sprintf("| g6e-ena-train | %.0f (×%.2f) | %.1f (×%.2f) |", b.WallClockSeconds, b.WallClockSeconds/a.WallClockSeconds,
+		*b.TrainerRuntimeSeconds, *b.TrainerRuntimeSeconds / *a.TrainerRuntimeSeconds)
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "bus bandwidth") {
+		t.Errorf("want row %q and no busbw table in\n%s", want, out.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"bench", "compare", efa, ena, "--svg", filepath.Join(dir, "x.svg")}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "no run has an nccl-tests table") {
+		t.Errorf("--svg of training runs: exit %d %s", code, errOut.String())
+	}
+}

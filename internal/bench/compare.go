@@ -34,8 +34,8 @@ func LoadRuns(name string, data []byte) ([]Run, error) {
 	label := strings.TrimSuffix(filepath.Base(name), ".json")
 	var runs []Run
 	for i, r := range results {
-		if r == nil || len(r.Rows) == 0 {
-			return nil, fmt.Errorf("%s: result %d has no rows: write it with gpucluster bench report --json", name, i+1)
+		if r == nil || (len(r.Rows) == 0 && r.Training == nil) {
+			return nil, fmt.Errorf("%s: result %d has neither rows nor a training run: write it with gpucluster bench report --json", name, i+1)
 		}
 		l := label
 		if len(results) > 1 {

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -61,13 +62,10 @@ type Perf struct {
 // "[1,0]<stdout>:", srun -l "0: ", pdsh/mpirun "1:0: "-style rank tags.
 var launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\d+)?:(?:\s|$))`)
 
-// kubectl logs --timestamps puts an RFC 3339 time first.
-var kubectlTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) `)
-
 // stripPrefix removes launcher and kubectl prefixes. Column alignment does not matter after
 // that: rows are split on whitespace.
 func stripPrefix(line string) string {
-	line = kubectlTimestamp.ReplaceAllString(line, "")
+	line = kubectlTime.ReplaceAllString(line, "")
 	if m := launcherPrefix.FindString(line); m != "" {
 		line = line[len(m):]
 	}
@@ -158,6 +156,9 @@ var (
 	avgRe      = regexp.MustCompile(`^#?\s*Avg bus bandwidth\s*:\s*(\S+)`)
 )
 
+// ErrNoTable: the log holds no nccl-tests table (it may be a training log).
+var ErrNoTable = errors.New("no nccl-tests table: no header line with size, count, type, time, algbw and busbw columns")
+
 // ParsePerf reads nccl-tests text output from a job log. Lines that are not nccl-tests output
 // (NCCL INFO lines, launcher chatter) are skipped; a data row that does not fit its header is
 // an error naming the line, because a silently dropped row changes the result.
@@ -218,7 +219,7 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		return nil, fmt.Errorf("line %d: %v", n+1, err)
 	}
 	if len(p.Tables) == 0 {
-		return nil, fmt.Errorf("no nccl-tests table: no header line with size, count, type, time, algbw and busbw columns")
+		return nil, ErrNoTable
 	}
 	return p, nil
 }

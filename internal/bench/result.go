@@ -28,7 +28,9 @@ type Result struct {
 
 	Peak    *SizeBW  `json:"peak,omitempty"`
 	AtSizes []SizeBW `json:"atSizes"`
-	Verdict Verdict  `json:"verdict"`
+	// Training is set for a training log instead of an nccl-tests table.
+	Training *Training `json:"training,omitempty"`
+	Verdict  Verdict   `json:"verdict"`
 }
 
 // SizeBW is the out-of-place bus bandwidth at one message size.
@@ -58,10 +60,51 @@ var reportSizes = []int64{1 << 30, 16 << 30}
 // from the same log (nil: the log has no NCCL INFO lines).
 func NewResult(logName string, t Table, pool *topology.PoolSpec, against string, d *doctor.Report) *Result {
 	r := &Result{Log: logName, Against: against, Table: t, AtSizes: []SizeBW{}}
+	r.describe(pool, d, len(t.Hosts))
+	for _, row := range t.Rows {
+		if row.OutOfPlace == nil {
+			continue
+		}
+		if r.Peak == nil || row.OutOfPlace.BusBW > r.Peak.BusBW {
+			r.Peak = &SizeBW{row.Bytes, row.OutOfPlace.BusBW}
+		}
+		for _, s := range reportSizes {
+			if row.Bytes == s {
+				r.AtSizes = append(r.AtSizes, SizeBW{s, row.OutOfPlace.BusBW})
+			}
+		}
+	}
+	r.Verdict = r.judge()
+	return r
+}
+
+// NewTrainingResult describes a training run. Its verdict is whether the run finished: nobody
+// publishes a wall clock to hold a training job to; compare runs with bench compare.
+func NewTrainingResult(logName string, tr *Training, pool *topology.PoolSpec, against string, d *doctor.Report) *Result {
+	r := &Result{Log: logName, Against: against, Training: tr, AtSizes: []SizeBW{}}
+	r.describe(pool, d, 0)
+	v := Verdict{Status: Unknown, Reasons: []string{}}
+	switch {
+	case tr.FailedLine > 0:
+		v.Status = Fail
+		v.Reasons = append(v.Reasons, fmt.Sprintf("line %d: a rank failed: %s", tr.FailedLine, tr.Failure))
+	case tr.Finished:
+		v.Status = Pass
+		v.Reasons = append(v.Reasons, "the run finished")
+	default:
+		v.Reasons = append(v.Reasons, "the log ends before the run finished (no trainer metrics line, no \"worker group successfully finished\"): cut short, or still running")
+	}
+	r.Verdict = v
+	return r
+}
+
+// describe fills what the run ran on: the pool's facts, then the doctor's reading of the log.
+// hosts is how many hostnames the log named (0: unknown).
+func (r *Result) describe(pool *topology.PoolSpec, d *doctor.Report, hosts int) {
 	if pool != nil {
 		r.Pool, r.InstanceType, r.Placement = pool.Name, pool.Instance.Name, string(pool.Placement.Strategy)
 	}
-	r.Nodes = len(t.Hosts)
+	r.Nodes = hosts
 	if d != nil {
 		r.NCCLVersion, r.NetPlugin, r.PluginVersion, r.Provider = d.NCCLVersion, d.NetPlugin, d.PluginVersion, d.Provider
 		if r.InstanceType == "" {
@@ -81,21 +124,6 @@ func NewResult(logName string, t Table, pool *topology.PoolSpec, against string,
 		ppn := pool.TrainingPod.PodsPerNode
 		r.Nodes = (r.Nodes + ppn - 1) / ppn
 	}
-	for _, row := range t.Rows {
-		if row.OutOfPlace == nil {
-			continue
-		}
-		if r.Peak == nil || row.OutOfPlace.BusBW > r.Peak.BusBW {
-			r.Peak = &SizeBW{row.Bytes, row.OutOfPlace.BusBW}
-		}
-		for _, s := range reportSizes {
-			if row.Bytes == s {
-				r.AtSizes = append(r.AtSizes, SizeBW{s, row.OutOfPlace.BusBW})
-			}
-		}
-	}
-	r.Verdict = r.judge()
-	return r
 }
 
 func (r *Result) judge() Verdict {

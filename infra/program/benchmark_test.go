@@ -1,6 +1,7 @@
 package program
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,25 +85,43 @@ func TestMPIOperator(t *testing.T) {
 }
 
 var (
-	schedOnce sync.Once
-	schedErr  error
+	controllersOnce sync.Once
+	controllersErr  error
 )
 
-// TestBenchmarkJobsAreScheduled runs the real kube-scheduler over Node objects that carry
-// exactly what each pool's nodes register (labels, taints, allocatable GPUs, EFA devices, CPU,
-// memory, no huge pages: topology.NodeAllocatable) plus the system nodes, and creates the pods
-// the MPI operator and the Job controller would create from each stack's jobs (the templates,
-// unchanged, replicated). Every worker and training pod must be bound, each node holding the
-// pool's pods per node and none on a system node; the launcher goes to a system node.
-func TestBenchmarkJobsAreScheduled(t *testing.T) {
-	s := apiServer(t)
-	schedOnce.Do(func() {
-		if schedErr = s.StartScheduler(); schedErr == nil {
-			schedErr = s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": benchjobs.Namespace}})
+// startControllers adds to the shared test server what turns job objects into placed pods: the
+// real kube-scheduler, the real Job controller (kube-controller-manager) and the real MPI
+// operator, all of the releases the project pins.
+func startControllers(s *kubeapi.Server) error {
+	controllersOnce.Do(func() {
+		// The operator's leader-election lock lives in its namespace.
+		err := s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": mpioperator.Name}})
+		var rejected *kubeapi.RejectedError
+		if err != nil && !(errors.As(err, &rejected) && rejected.Code == 409) {
+			controllersErr = err
+			return
+		}
+		for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartMPIOperator} {
+			if controllersErr = start(); controllersErr != nil {
+				return
+			}
 		}
 	})
-	if schedErr != nil {
-		t.Fatal(schedErr)
+	return controllersErr
+}
+
+// TestBenchmarkJobsAreScheduled applies each experiment stack's benchmark objects, unchanged but
+// for a namespace of their own, to the test server, where the MPI operator and the Job
+// controller make their pods and the scheduler places them on Node objects that carry exactly
+// what the pool's nodes register (labels, taints, allocatable GPUs, EFA devices, CPU, memory, no
+// huge pages: topology.NodeAllocatable), beside the system nodes. Every worker and training pod
+// must be bound, each node holding the pool's pods per node, none on a system node; once the
+// workers are ready (as their kubelet would report) the operator starts the launcher, which
+// must land on a system node.
+func TestBenchmarkJobsAreScheduled(t *testing.T) {
+	s := apiServer(t)
+	if err := startControllers(s); err != nil {
+		t.Fatal(err)
 	}
 	stacks := 0
 	for _, file := range stackFiles(t) {
@@ -137,104 +156,104 @@ func withTraining(t *testing.T, file string) topology.Stack {
 	return st
 }
 
+// scheduleStack runs one stack's jobs in a namespace of its own, on nodes of its own: what an
+// earlier stack left (pods no kubelet will ever stop) cannot take their place.
 func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
-	var created []map[string]any
-	defer func() {
-		for i := len(created) - 1; i >= 0; i-- {
-			s.Delete(created[i])
-		}
-	}()
-	create := func(obj map[string]any, ready bool) {
+	ns := "bench-" + spec.Stack
+	must := func(err error) {
 		t.Helper()
-		var err error
-		if ready {
-			err = s.CreateReadyNode(obj)
-		} else {
-			err = s.Create(obj)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		created = append(created, obj)
 	}
+	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
+	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": ns}}))
 	nodePool := map[string]string{}
+	var applied []map[string]any
+	// Afterwards nothing of this stack may take a later stack's nodes, nor its pods run on them.
+	defer func() {
+		for _, obj := range applied {
+			s.Delete(obj)
+		}
+		if err := s.DrainPods(ns, 30*time.Second); err != nil {
+			t.Error(err)
+		}
+		for name := range nodePool {
+			s.Delete(map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}})
+		}
+	}()
 	// The system nodes: m7i.large (2 vCPU, 8 GiB) less EKS's reservations, untainted.
 	for i := range spec.Cluster.SystemNodes.Count {
-		name := fmt.Sprintf("system-%d", i)
+		name := fmt.Sprintf("%s-system-%d", spec.Stack, i)
 		nodePool[name] = topology.SystemPool
-		create(node(name, map[string]string{topology.LabelPool: topology.SystemPool}, nil,
-			map[string]string{"cpu": "1930m", "memory": "7000Mi", "pods": "29"}), true)
+		must(s.CreateReadyNode(node(name, map[string]string{topology.LabelPool: topology.SystemPool}, nil,
+			map[string]string{"cpu": "1930m", "memory": "7000Mi", "pods": "29"})))
 	}
 	for _, p := range spec.Pools {
 		for i := range p.Benchmark.Nodes {
-			name := fmt.Sprintf("%s-%d", p.Name, i)
+			name := fmt.Sprintf("%s-%s-%d", spec.Stack, p.Name, i)
 			nodePool[name] = p.Name
-			create(node(name, p.Labels, p.Taints, topology.NodeAllocatable(p)), true)
+			must(s.CreateReadyNode(node(name, p.Labels, p.Taints, topology.NodeAllocatable(p))))
 		}
 	}
-	// One job at a time, as a benchmark runs: each asks for every GPU of the pool.
 	for _, p := range spec.Pools {
 		objs, err := benchjobs.Objects(spec, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kinds := 0
+		must(err)
 		for _, obj := range objs {
-			if pods := podsOf(obj); len(pods) > 0 {
-				kinds++
-				schedulePods(t, s, pods, p, spec.Pools, nodePool)
+			obj["metadata"].(map[string]any)["namespace"] = ns
+			must(s.Create(obj))
+			applied = append(applied, obj)
+			job := obj["metadata"].(map[string]any)["name"].(string)
+			switch obj["kind"] {
+			case "MPIJob":
+				sel := "training.kubeflow.org/job-name=" + job
+				workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool)
+				for _, w := range workers {
+					must(s.MarkPodReady(ns, w.Name))
+				}
+				launcher, err := s.WaitPods(ns, sel+",training.kubeflow.org/job-role=launcher", 1, len(nodePool), 60*time.Second)
+				must(err)
+				if nodePool[launcher[0].Node] != topology.SystemPool {
+					t.Errorf("launcher %s on %q (%s), want a system node", launcher[0].Name, launcher[0].Node, launcher[0].Reason)
+				}
+				// The run is over: its pods go, freeing the GPUs for the training job.
+				must(s.Delete(obj))
+				must(s.DrainPods(ns, 30*time.Second))
+			case "Job":
+				checkPlaced(t, s, ns, benchjobs.LabelJobName+"="+job, p.Benchmark.Train.Pods, p, nodePool)
 			}
-		}
-		if kinds != 2 {
-			t.Errorf("pool %s: %d jobs with pods, want the MPIJob and the training Job", p.Name, kinds)
 		}
 	}
 }
 
-// schedulePods creates the pods of one job, waits for the scheduler and checks where each went.
-func schedulePods(t *testing.T, s *kubeapi.Server, pods []map[string]any, pool topology.PoolSpec, pools []topology.PoolSpec, nodePool map[string]string) {
+// checkPlaced waits for a controller's n pods and checks where the scheduler put them: all
+// bound, on the pool's nodes, the pool's pods per node on each.
+func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, pool topology.PoolSpec, nodePool map[string]string) []kubeapi.Pod {
 	t.Helper()
-	var names []string
-	for _, pod := range pods {
-		if err := s.Create(pod); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, pod["metadata"].(map[string]any)["name"].(string))
-	}
-	defer func() {
-		for _, pod := range pods {
-			// Gone at once: no kubelet will confirm the end of a pod bound to a node.
-			s.DeleteNow(pod)
-		}
-	}()
-	bound, err := s.WaitBound(benchjobs.Namespace, names, len(nodePool), 60*time.Second)
+	pods, err := s.WaitPods(ns, selector, n, len(nodePool), 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(pods) != n {
+		t.Errorf("%d pods match %s, want %d", len(pods), selector, n)
+	}
 	perNode := map[string]int{}
-	for _, name := range names {
-		b, role := bound[name], podRole(name)
-		if b.Node == "" {
-			t.Errorf("%s (%s) was not scheduled: %s", name, role, b.Reason)
-			continue
-		}
-		where := nodePool[b.Node]
-		switch {
-		case role == "launcher":
-			if where != topology.SystemPool {
-				t.Errorf("launcher %s on %s, want a system node", name, b.Node)
-			}
+	for _, p := range pods {
+		switch where := nodePool[p.Node]; {
+		case p.Node == "":
+			t.Errorf("%s was not scheduled: %s", p.Name, p.Reason)
 		case where != pool.Name:
-			t.Errorf("%s %s on %s (pool %q), want pool %s", role, name, b.Node, where, pool.Name)
+			t.Errorf("%s on %s (pool %q), want pool %s", p.Name, p.Node, where, pool.Name)
 		default:
-			perNode[b.Node]++
+			perNode[p.Node]++
 		}
 	}
-	for n, p := range nodePool {
-		if p == pool.Name && perNode[n] != pool.TrainingPod.PodsPerNode {
-			t.Errorf("node %s holds %d pod(s) of %s, want the pool's %d per node", n, perNode[n], names[len(names)-1], pool.TrainingPod.PodsPerNode)
+	for node, p := range nodePool {
+		if p == pool.Name && perNode[node] != pool.TrainingPod.PodsPerNode {
+			t.Errorf("node %s holds %d pod(s) of %s, want the pool's %d per node", node, perNode[node], selector, pool.TrainingPod.PodsPerNode)
 		}
 	}
+	return pods
 }
 
 // node is a Node object as a pool's kubelet registers it.
@@ -253,45 +272,4 @@ func node(name string, labels map[string]string, taints []topology.Taint, alloca
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name, "labels": l},
 		"spec": map[string]any{"taints": ts}, "status": map[string]any{"capacity": res, "allocatable": res}}
-}
-
-// podsOf are the pods a controller makes of a benchmark object: the MPI operator's launcher
-// and workers "<job>-launcher-0", "<job>-worker-<i>", the Job controller's "<job>-<i>".
-func podsOf(obj map[string]any) []map[string]any {
-	spec, _ := obj["spec"].(map[string]any)
-	md := obj["metadata"].(map[string]any)
-	job := md["name"].(string)
-	var out []map[string]any
-	add := func(name string, tpl map[string]any) {
-		meta, _ := tpl["metadata"].(map[string]any)
-		labels, _ := meta["labels"].(map[string]any)
-		annotations, _ := meta["annotations"].(map[string]any)
-		out = append(out, map[string]any{"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": name, "namespace": benchjobs.Namespace, "labels": labels, "annotations": annotations},
-			"spec":     tpl["spec"]})
-	}
-	switch obj["kind"] {
-	case "MPIJob":
-		replicas := spec["mpiReplicaSpecs"].(map[string]any)
-		add(job+"-launcher-0", replicas["Launcher"].(map[string]any)["template"].(map[string]any))
-		worker := replicas["Worker"].(map[string]any)
-		for i := range int(worker["replicas"].(float64)) {
-			add(fmt.Sprintf("%s-worker-%d", job, i), worker["template"].(map[string]any))
-		}
-	case "Job":
-		for i := range int(spec["parallelism"].(float64)) {
-			add(fmt.Sprintf("%s-%d", job, i), spec["template"].(map[string]any))
-		}
-	}
-	return out
-}
-
-func podRole(name string) string {
-	switch {
-	case strings.Contains(name, "-launcher-"):
-		return "launcher"
-	case strings.Contains(name, "-worker-"):
-		return "worker"
-	}
-	return "training"
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,53 @@ func (s *Server) StartScheduler() error {
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(s.dir, "scheduler.kubeconfig")
-	// The admin token over loopback; the server's certificate is this run's self-signed one.
+	kubeconfig, err := s.kubeconfig()
+	if err != nil {
+		return err
+	}
+	// No serving port (--secure-port=0) and no leader election: one scheduler, for one test run.
+	return s.run("kube-scheduler", bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1")
+}
+
+// StartJobController runs the real kube-controller-manager of the same release with only its
+// Job controller: Jobs get their pods (Indexed names, completion-index env, subdomain) as in a
+// cluster. Nothing else of the controller manager runs (no node lifecycle, no garbage collector).
+func (s *Server) StartJobController() error {
+	bin, err := binary("controllermanager")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := s.kubeconfig()
+	if err != nil {
+		return err
+	}
+	return s.run("kube-controller-manager", bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
+		"--controllers=job", "--use-service-account-credentials=false", "--v=1")
+}
+
+// StartMPIOperator runs the MPI operator release whose CRD the server serves: MPIJobs get their
+// worker pods, their launcher Job, ssh secret and hostfile as in a cluster. It elects itself
+// leader through a Lease in the mpi-operator namespace, which must exist; its health port is
+// the release's fixed 8080.
+func (s *Server) StartMPIOperator() error {
+	bin, err := binary("mpioperator")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := s.kubeconfig()
+	if err != nil {
+		return err
+	}
+	return s.run("mpi-operator", bin, "--kubeConfig="+kubeconfig, "--lock-namespace=mpi-operator", "--v=1")
+}
+
+// kubeconfig writes (once) a kubeconfig for the harness's own clients: the admin token over
+// loopback, and the server's certificate is this run's self-signed one.
+func (s *Server) kubeconfig() (string, error) {
+	path := filepath.Join(s.dir, "admin.kubeconfig")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
@@ -27,11 +73,7 @@ users: [{name: admin, user: {token: %q}}]
 contexts: [{name: test, context: {cluster: test, user: admin}}]
 current-context: test
 `, s.URL, s.token)
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	// No serving port (--secure-port=0) and no leader election: one scheduler, for one test run.
-	return s.run("kube-scheduler", bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1")
+	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }
 
 // Binding is where the scheduler put a pod: its node, or why it could not place it.
@@ -81,12 +123,8 @@ func (s *Server) WaitBound(namespace string, pods []string, nodes int, timeout t
 		if decided == len(pods) || time.Now().After(deadline) {
 			return out, nil
 		}
-		for _, p := range s.procs {
-			select {
-			case <-p.done:
-				return nil, fmt.Errorf("%s exited (%v)\n--- log:\n%s", p.name, p.err, s.logTail(p.name))
-			default:
-			}
+		if err := s.exited(); err != nil {
+			return nil, err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -155,6 +193,193 @@ func (s *Server) DeleteNow(obj map[string]any) error {
 	}
 	if code != http.StatusOK && code != http.StatusAccepted {
 		return fmt.Errorf("DELETE %s/%s: %d %s", path, name(obj), code, body)
+	}
+	return nil
+}
+
+// Pod is a pod as the tests see it: where it is bound, whether it is ready, and why it is
+// not placed.
+type Pod struct {
+	Name, Node, Reason string
+	Ready, Deleting    bool
+	Labels             map[string]string
+}
+
+// Pods lists the pods of a namespace that match a label selector ("" for all).
+func (s *Server) Pods(namespace, selector string) ([]Pod, error) {
+	path := "/api/v1/namespaces/" + namespace + "/pods"
+	if selector != "" {
+		path += "?labelSelector=" + url.QueryEscape(selector)
+	}
+	code, body, err := s.do("GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", path, code, body)
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name              string
+				Labels            map[string]string
+				DeletionTimestamp string
+			}
+			Spec   struct{ NodeName string }
+			Status struct {
+				Conditions []struct{ Type, Status, Message string }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, err
+	}
+	var out []Pod
+	for _, it := range list.Items {
+		p := Pod{Name: it.Metadata.Name, Node: it.Spec.NodeName, Labels: it.Metadata.Labels, Deleting: it.Metadata.DeletionTimestamp != ""}
+		for _, c := range it.Status.Conditions {
+			switch {
+			case c.Type == "PodScheduled" && c.Status != "True":
+				p.Reason = c.Message
+			case c.Type == "Ready" && c.Status == "True":
+				p.Ready = true
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// WaitPods waits until n pods match the selector (controllers create them asynchronously) and
+// the scheduler has decided each (see WaitBound), and returns them.
+func (s *Server) WaitPods(namespace, selector string, n, nodes int, timeout time.Duration) ([]Pod, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := s.Pods(namespace, selector)
+		if err != nil {
+			return nil, err
+		}
+		if len(pods) >= n {
+			var names []string
+			for _, p := range pods {
+				names = append(names, p.Name)
+			}
+			bound, err := s.WaitBound(namespace, names, nodes, time.Until(deadline))
+			if err != nil {
+				return nil, err
+			}
+			for i := range pods {
+				pods[i].Node, pods[i].Reason = bound[pods[i].Name].Node, bound[pods[i].Name].Reason
+			}
+			return pods, nil
+		}
+		if time.Now().After(deadline) {
+			return pods, fmt.Errorf("%d pod(s) match %q in %s after %s, want %d\n%s", len(pods), selector, namespace, timeout, n, s.controllerLogs())
+		}
+		if err := s.exited(); err != nil {
+			return nil, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// MarkPodReady does what the kubelet does once a pod's containers run and pass their probes:
+// phase Running, Ready. The harness runs no kubelet; controllers waiting on readiness (the MPI
+// operator's launcher waits for ready workers) then go on as in a cluster.
+func (s *Server) MarkPodReady(namespace, name string) error {
+	path := "/api/v1/namespaces/" + namespace + "/pods/" + name
+	code, body, err := s.do("GET", path, nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, code, body)
+	}
+	var pod map[string]any
+	if err := json.Unmarshal(body, &pod); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	status, _ := pod["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		pod["status"] = status
+	}
+	status["phase"] = "Running"
+	status["podIP"] = "10.1.0.10"
+	status["conditions"] = []any{
+		map[string]any{"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+		map[string]any{"type": "Initialized", "status": "True", "lastTransitionTime": now},
+		map[string]any{"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+		map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": now},
+	}
+	b, err := json.Marshal(pod)
+	if err != nil {
+		return err
+	}
+	code, body, err = s.do("PUT", path+"/status", b)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("PUT %s/status: %d %s", path, code, body)
+	}
+	return nil
+}
+
+// exited reports a harness process that ended, with its log.
+func (s *Server) exited() error {
+	for _, p := range s.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited (%v)\n--- log:\n%s", p.name, p.err, s.logTail(p.name))
+		default:
+		}
+	}
+	return nil
+}
+
+// controllerLogs are the tails of the controllers' logs, for a test that waited in vain.
+func (s *Server) controllerLogs() string {
+	var b strings.Builder
+	for _, p := range s.procs {
+		if p.name == "mpi-operator" || p.name == "kube-controller-manager" {
+			fmt.Fprintf(&b, "--- %s log:\n%s\n", p.name, s.logTail(p.name))
+		}
+	}
+	return b.String()
+}
+
+// DrainPods deletes every pod of a namespace at once, again and again until none is left for
+// a second (controllers whose objects were just deleted may still create one). Pods held by a
+// finalizer count as gone: the scheduler no longer places a pod being deleted.
+func (s *Server) DrainPods(namespace string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	quiet := 0
+	for quiet < 5 {
+		pods, err := s.Pods(namespace, "")
+		if err != nil {
+			return err
+		}
+		live := 0
+		for _, p := range pods {
+			if p.Deleting {
+				continue
+			}
+			live++
+			if err := s.DeleteNow(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": p.Name, "namespace": namespace}}); err != nil {
+				return err
+			}
+		}
+		if live == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pods of %s still being created after %s", namespace, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	return nil
 }

@@ -37,15 +37,7 @@ func TestBenchCompare(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	md := out.String()
-	var runs []bench.Run
-	for _, f := range []string{efa, ena} {
-		raw, _ := os.ReadFile(f)
-		rs, err := bench.LoadRuns(f, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, rs...)
-	}
+	runs := loadRuns(t, efa, ena)
 	shared := 0
 	for _, size := range bench.Sizes(runs) {
 		a, okA := runs[0].BusBW(size)
@@ -110,15 +102,7 @@ func TestBenchCompareTraining(t *testing.T) {
 	if code := run([]string{"bench", "compare", efa, ena}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var runs []bench.Run
-	for _, f := range []string{efa, ena} {
-		raw, _ := os.ReadFile(f)
-		rs, err := bench.LoadRuns(f, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, rs...)
-	}
+	runs := loadRuns(t, efa, ena)
 	a, b := runs[0].Training, runs[1].Training
 	want := fmt.Sprintf("| g6e-ena-train | %.0f (×%.2f) | %.1f (×%.2f) |", b.WallClockSeconds, b.WallClockSeconds/a.WallClockSeconds,
 		*b.TrainerRuntimeSeconds, *b.TrainerRuntimeSeconds / *a.TrainerRuntimeSeconds)
@@ -129,4 +113,22 @@ func TestBenchCompareTraining(t *testing.T) {
 	if code := run([]string{"bench", "compare", efa, ena, "--svg", filepath.Join(dir, "x.svg")}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "no run has an nccl-tests table") {
 		t.Errorf("--svg of training runs: exit %d %s", code, errOut.String())
 	}
+}
+
+// loadRuns reads result files as bench compare does.
+func loadRuns(t *testing.T, files ...string) []bench.Run {
+	t.Helper()
+	var runs []bench.Run
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := bench.LoadRuns(f, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, rs...)
+	}
+	return runs
 }

@@ -154,14 +154,7 @@ func TestInPlaceOnlyRow(t *testing.T) {
 }
 
 func FuzzParsePerf(f *testing.F) {
-	names, _ := filepath.Glob("testdata/*.txt")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(b))
-	}
+	addSeeds(f, "testdata/*.txt")
 	f.Fuzz(func(t *testing.T, log string) {
 		p, err := ParsePerf(strings.NewReader(log))
 		if err != nil {
@@ -187,5 +180,17 @@ func TestStripPrefix(t *testing.T) {
 		if got := stripPrefix(in); got != row {
 			t.Errorf("stripPrefix(%q) = %q", in, got)
 		}
+	}
+}
+
+// addSeeds seeds a fuzz target with every fixture matching the pattern.
+func addSeeds(f *testing.F, pattern string) {
+	names, _ := filepath.Glob(pattern)
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
 	}
 }

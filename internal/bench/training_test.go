@@ -100,14 +100,7 @@ func TestTrainingSurvivedTraceback(t *testing.T) {
 }
 
 func FuzzParseTraining(f *testing.F) {
-	names, _ := filepath.Glob("testdata/train-*.txt")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(b))
-	}
+	addSeeds(f, "testdata/train-*.txt")
 	f.Fuzz(func(t *testing.T, log string) {
 		tr, err := ParseTraining(strings.NewReader(log))
 		if err != nil {

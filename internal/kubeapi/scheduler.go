@@ -13,34 +13,22 @@ import (
 
 // StartScheduler runs a real kube-scheduler (the same Kubernetes release as the API server)
 // against the server: pods created afterwards are bound to the Node objects the test creates,
-// by the scheduler's own filters (resources, node selectors, taints, affinity).
+// by the scheduler's own filters (resources, node selectors, taints, affinity). No serving port
+// (--secure-port=0) and no leader election: one scheduler, for one test run.
 func (s *Server) StartScheduler() error {
-	bin, err := binary("scheduler")
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := s.kubeconfig()
-	if err != nil {
-		return err
-	}
-	// No serving port (--secure-port=0) and no leader election: one scheduler, for one test run.
-	return s.run("kube-scheduler", bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1")
+	return s.runClient("scheduler", "kube-scheduler", func(kubeconfig string) []string {
+		return []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1"}
+	})
 }
 
 // StartJobController runs the real kube-controller-manager of the same release with only its
 // Job controller: Jobs get their pods (Indexed names, completion-index env, subdomain) as in a
 // cluster. Nothing else of the controller manager runs (no node lifecycle, no garbage collector).
 func (s *Server) StartJobController() error {
-	bin, err := binary("controllermanager")
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := s.kubeconfig()
-	if err != nil {
-		return err
-	}
-	return s.run("kube-controller-manager", bin, "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=job", "--use-service-account-credentials=false", "--v=1")
+	return s.runClient("controllermanager", "kube-controller-manager", func(kubeconfig string) []string {
+		return []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
+			"--controllers=job", "--use-service-account-credentials=false", "--v=1"}
+	})
 }
 
 // StartMPIOperator runs the MPI operator release whose CRD the server serves: MPIJobs get their
@@ -48,7 +36,14 @@ func (s *Server) StartJobController() error {
 // leader through a Lease in the mpi-operator namespace, which must exist; its health port is
 // the release's fixed 8080.
 func (s *Server) StartMPIOperator() error {
-	bin, err := binary("mpioperator")
+	return s.runClient("mpioperator", "mpi-operator", func(kubeconfig string) []string {
+		return []string{"--kubeConfig=" + kubeconfig, "--lock-namespace=mpi-operator", "--v=1"}
+	})
+}
+
+// runClient builds (or reuses) a build module's binary and runs it as a client of the server.
+func (s *Server) runClient(build, name string, args func(kubeconfig string) []string) error {
+	bin, err := binary(build)
 	if err != nil {
 		return err
 	}
@@ -56,7 +51,7 @@ func (s *Server) StartMPIOperator() error {
 	if err != nil {
 		return err
 	}
-	return s.run("mpi-operator", bin, "--kubeConfig="+kubeconfig, "--lock-namespace=mpi-operator", "--v=1")
+	return s.run(name, bin, args(kubeconfig)...)
 }
 
 // kubeconfig writes (once) a kubeconfig for the harness's own clients: the admin token over
@@ -158,26 +153,6 @@ func (s *Server) CreateReadyNode(node map[string]any) error {
 		spec["taints"] = kept
 	}
 	return s.Update(got)
-}
-
-// Update replaces an object (PUT) with strict field validation.
-func (s *Server) Update(obj map[string]any) error {
-	path, err := s.collectionPath(obj)
-	if err != nil {
-		return err
-	}
-	body, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	code, resp, err := s.do("PUT", path+"/"+name(obj)+"?fieldValidation=Strict", body)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		return &RejectedError{Code: code, Kind: fmt.Sprint(obj["kind"]), Name: name(obj), Message: string(resp)}
-	}
-	return nil
 }
 
 // DeleteNow deletes an object without a grace period: a pod bound to a node otherwise waits for

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -223,6 +224,17 @@ func (s *Server) waitEstablished(crd map[string]any, timeout time.Duration) erro
 // Create creates an object with strict field validation: a field the schema does not know is an
 // error, as is every rule of the type's validation (CEL included for CRDs).
 func (s *Server) Create(obj map[string]any) error {
+	return s.write("POST", "", obj, http.StatusCreated, http.StatusOK)
+}
+
+// Update replaces an object (PUT) with strict field validation.
+func (s *Server) Update(obj map[string]any) error {
+	return s.write("PUT", "/"+name(obj), obj, http.StatusOK)
+}
+
+// write sends an object to its collection (plus suffix), refusing unknown fields; any status but
+// the accepted ones is the server's refusal, with its message.
+func (s *Server) write(method, suffix string, obj map[string]any, accepted ...int) error {
 	path, err := s.collectionPath(obj)
 	if err != nil {
 		return err
@@ -231,11 +243,11 @@ func (s *Server) Create(obj map[string]any) error {
 	if err != nil {
 		return err
 	}
-	code, resp, err := s.do("POST", path+"?fieldValidation=Strict", body)
+	code, resp, err := s.do(method, path+suffix+"?fieldValidation=Strict", body)
 	if err != nil {
 		return err
 	}
-	if code != http.StatusCreated && code != http.StatusOK {
+	if !slices.Contains(accepted, code) {
 		var status struct{ Message string }
 		json.Unmarshal(resp, &status)
 		if status.Message == "" {

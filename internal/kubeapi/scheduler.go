@@ -3,11 +3,13 @@ package kubeapi
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -31,11 +33,32 @@ func (s *Server) StartJobController() error {
 	})
 }
 
+// mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
+// no flag to move it.
+const mpiOperatorHealthPort = 8080
+
 // StartMPIOperator runs the MPI operator release whose CRD the server serves: MPIJobs get their
 // worker pods, their launcher Job, ssh secret and hostfile as in a cluster. It elects itself
-// leader through a Lease in the mpi-operator namespace, which must exist; its health port is
-// the release's fixed 8080.
+// leader through a Lease in the mpi-operator namespace, which must exist. Its fixed health port
+// allows one operator per machine: test processes take turns (a lock file in the temporary
+// directory, whatever their cache, held until Stop), and a port taken by another program is an
+// error that says so.
 func (s *Server) StartMPIOperator() error {
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("gpucluster-port-%d.lock", mpiOperatorHealthPort)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return err
+	}
+	s.locks = append(s.locks, lock)
+	l, err := net.Listen("tcp", fmt.Sprintf(":%d", mpiOperatorHealthPort))
+	if err != nil {
+		return fmt.Errorf("the MPI operator %s serves its health check on port %d, which another program holds (%v): free it to run these tests",
+			MPIOperatorVersion, mpiOperatorHealthPort, err)
+	}
+	l.Close()
 	return s.runClient("mpioperator", "mpi-operator", func(kubeconfig string) []string {
 		return []string{"--kubeConfig=" + kubeconfig, "--lock-namespace=mpi-operator", "--v=1"}
 	})

@@ -32,6 +32,7 @@ type Server struct {
 	http  *http.Client
 	dir   string
 	procs []*process
+	locks []*os.File // held while the server runs (the MPI operator's fixed port)
 
 	mu        sync.Mutex
 	resources map[string]apiResource // "group/version/Kind" → resource
@@ -143,6 +144,10 @@ func (s *Server) Stop() {
 		}
 	}
 	s.procs = nil
+	for _, l := range s.locks {
+		l.Close() // releases the flock
+	}
+	s.locks = nil
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}

@@ -26,7 +26,7 @@ const (
 // EnvCache overrides the cache directory of the built binaries.
 const EnvCache = "GPUCLUSTER_KUBE_CACHE"
 
-// buildDir is the directory of one nested build module (apiserver, etcd, crds).
+// buildDir is the directory of one nested build module (kube, etcd, mpioperator, crds).
 func buildDir(name string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "build", name)
@@ -157,3 +157,14 @@ func crds() ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// Prebuild starts building the named build modules' binaries in the background, so that a
+// later Start* finds them built (or building) rather than beginning then. Errors surface there.
+func Prebuild(names ...string) {
+	for _, name := range names {
+		go binary(name)
+	}
+}
+
+// MPIOperatorBuild is the build module of the MPI operator binary (for Prebuild).
+const MPIOperatorBuild = "mpioperator"

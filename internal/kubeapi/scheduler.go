@@ -18,8 +18,8 @@ import (
 // by the scheduler's own filters (resources, node selectors, taints, affinity). No serving port
 // (--secure-port=0) and no leader election: one scheduler, for one test run.
 func (s *Server) StartScheduler() error {
-	return s.runClient("scheduler", "kube-scheduler", func(kubeconfig string) []string {
-		return []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1"}
+	return s.runClient("kube", "kube-scheduler", func(kubeconfig string) []string {
+		return []string{"kube-scheduler", "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1"}
 	})
 }
 
@@ -27,8 +27,8 @@ func (s *Server) StartScheduler() error {
 // Job controller: Jobs get their pods (Indexed names, completion-index env, subdomain) as in a
 // cluster. Nothing else of the controller manager runs (no node lifecycle, no garbage collector).
 func (s *Server) StartJobController() error {
-	return s.runClient("controllermanager", "kube-controller-manager", func(kubeconfig string) []string {
-		return []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
+	return s.runClient("kube", "kube-controller-manager", func(kubeconfig string) []string {
+		return []string{"kube-controller-manager", "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
 			"--controllers=job", "--use-service-account-credentials=false", "--v=1"}
 	})
 }
@@ -59,7 +59,7 @@ func (s *Server) StartMPIOperator() error {
 			MPIOperatorVersion, mpiOperatorHealthPort, err)
 	}
 	l.Close()
-	return s.runClient("mpioperator", "mpi-operator", func(kubeconfig string) []string {
+	return s.runClient(MPIOperatorBuild, "mpi-operator", func(kubeconfig string) []string {
 		return []string{"--kubeConfig=" + kubeconfig, "--lock-namespace=mpi-operator", "--v=1"}
 	})
 }

@@ -59,7 +59,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	apiBin, err := binary("apiserver")
+	kubeBin, err := binary("kube")
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	if err := s.run("kube-apiserver", apiBin, "--etcd-servers="+etcdURL,
+	if err := s.run("kube-apiserver", kubeBin, "kube-apiserver", "--etcd-servers="+etcdURL,
 		fmt.Sprintf("--secure-port=%d", ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--cert-dir="+filepath.Join(dir, "certs"), "--token-auth-file="+tokens, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+keyFile,

@@ -27,12 +27,16 @@ func TestEngineConfigIsWhatTheProgramUses(t *testing.T) {
 		"gpucluster:clusterName":           "train",
 		"gpucluster:pools":                 `[{"name":"gpu","nodes":2,"profile":"p5-efa"}]`,
 		"gpucluster:systemNodes":           `{"count":3}`, // from ESC too
+		"gpucluster:benchmarks":            `{"enabled":true,"trainingCommand":["train.py","--epochs","1"]}`,
 		"aws:defaultTags":                  `{"tags":{"team":"ml"}}`,
 		"pulumi:disable-default-providers": `["kubernetes"]`,
 	})
 	st, err := ParseEngineConfig("stacks/Pulumi.x.yaml", []byte(engineFile), ec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !st.Benchmarks.Enabled || !reflect.DeepEqual(st.Benchmarks.TrainingCommand, []string{"train.py", "--epochs", "1"}) {
+		t.Errorf("benchmarks from engine config (JSON object): %+v", st.Benchmarks)
 	}
 	if st.Region != "us-east-2" || st.Cluster.SystemNodes.Count != 3 || st.Cluster.Name != "train" || len(st.Pools) != 1 || st.Pools[0].Profile.MaxNodes != 2 {
 		t.Errorf("stack from engine config: region %q, system %d, cluster %q, pools %+v", st.Region, st.Cluster.SystemNodes.Count, st.Cluster.Name, st.Pools)
@@ -41,7 +45,8 @@ func TestEngineConfigIsWhatTheProgramUses(t *testing.T) {
 		t.Errorf("environments %v", st.Environments)
 	}
 	// The same values as the file, with the region the file lacks, give the same stack as the file.
-	withRegion := strings.Replace(engineFile, "config:\n", "config:\n  aws:region: us-east-2\n  gpucluster:systemNodes: {count: 3}\n", 1)
+	withRegion := strings.Replace(engineFile, "config:\n", "config:\n  aws:region: us-east-2\n  gpucluster:systemNodes: {count: 3}\n"+
+		"  gpucluster:benchmarks: {enabled: true, trainingCommand: [train.py, --epochs, \"1\"]}\n", 1)
 	fromFile, err := ParseStack("stacks/Pulumi.x.yaml", []byte(withRegion))
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ var (
 )
 
 // startControllers adds to the shared test server what turns job objects into placed pods: the
-// real kube-scheduler, the real Job controller (kube-controller-manager) and the real MPI
+// real kube-scheduler, Kubernetes' own Job controller and the real MPI
 // operator, all of the releases the project pins.
 func startControllers(s *kubeapi.Server) error {
 	controllersOnce.Do(func() {

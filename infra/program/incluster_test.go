@@ -30,8 +30,6 @@ func apiServer(t *testing.T) *kubeapi.Server {
 		if os.Getenv(kubeapi.EnvSkip) == "1" && os.Getenv("CI") != "true" {
 			return
 		}
-		// The benchmark test runs the MPI operator: its build overlaps the server's.
-		kubeapi.Prebuild(kubeapi.MPIOperatorBuild)
 		s, err := kubeapi.Start()
 		if err != nil {
 			t.Fatalf("the test kube-apiserver could not start: %v", err)
@@ -45,6 +43,11 @@ func apiServer(t *testing.T) *kubeapi.Server {
 }
 
 func TestMain(m *testing.M) {
+	// The harness binaries, built before the tests and their timeout start (a failure shows
+	// again, with the build's output, in the first test that starts the server).
+	if err := kubeapi.Prebuild(kubeapi.EtcdBuild, kubeapi.ControlPlaneBuild, kubeapi.MPIOperatorBuild); err != nil {
+		fmt.Fprintln(os.Stderr, "building the test harness:", err)
+	}
 	code := m.Run()
 	if kubeServer != nil {
 		kubeServer.Stop()

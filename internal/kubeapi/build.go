@@ -45,16 +45,18 @@ func cacheDir() (string, error) {
 }
 
 // binary returns the cached binary of a build module, building it first when the module's
-// files (or the Go version) changed since the last build.
+// files (go.mod, go.sum, every .go file) or the Go version changed since the last build.
 func binary(name string) (string, error) {
 	dir := buildDir(name)
 	h := sha256.New()
 	fmt.Fprintln(h, runtime.Version())
-	for _, f := range []string{"go.mod", "go.sum", "main.go"} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
+	sources, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range append([]string{filepath.Join(dir, "go.mod"), filepath.Join(dir, "go.sum")}, sources...) {
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", fmt.Errorf("build module %s: %w", name, err)
 		}
+		fmt.Fprintln(h, filepath.Base(f))
 		h.Write(b)
 	}
 	cache, err := cacheDir()
@@ -158,13 +160,33 @@ func crds() ([][]byte, error) {
 	return out, nil
 }
 
-// Prebuild starts building the named build modules' binaries in the background, so that a
-// later Start* finds them built (or building) rather than beginning then. Errors surface there.
-func Prebuild(names ...string) {
-	for _, name := range names {
-		go binary(name)
-	}
-}
+// Build modules a test may ask for: the control plane and etcd (every server), the MPI operator.
+const (
+	ControlPlaneBuild = "kube"
+	EtcdBuild         = "etcd"
+	MPIOperatorBuild  = "mpioperator"
+)
 
-// MPIOperatorBuild is the build module of the MPI operator binary (for Prebuild).
-const MPIOperatorBuild = "mpioperator"
+// Prebuild builds the named binaries at once, before a test package's tests: call it from
+// TestMain ahead of m.Run, so that a cold build (minutes on two cores) is not counted in go
+// test's per-package timeout, which starts with m.Run. Binaries already built cost nothing. A
+// failure is returned and also met again by the Start that needs the binary.
+func Prebuild(names ...string) error {
+	if os.Getenv(EnvSkip) == "1" && os.Getenv("CI") != "true" {
+		return nil
+	}
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		go func() {
+			_, err := binary(name)
+			errs <- err
+		}()
+	}
+	var first error
+	for range names {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -18,18 +18,18 @@ import (
 // by the scheduler's own filters (resources, node selectors, taints, affinity). No serving port
 // (--secure-port=0) and no leader election: one scheduler, for one test run.
 func (s *Server) StartScheduler() error {
-	return s.runClient("kube", "kube-scheduler", func(kubeconfig string) []string {
+	return s.runClient(ControlPlaneBuild, "kube-scheduler", func(kubeconfig string) []string {
 		return []string{"kube-scheduler", "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1"}
 	})
 }
 
-// StartJobController runs the real kube-controller-manager of the same release with only its
-// Job controller: Jobs get their pods (Indexed names, completion-index env, subdomain) as in a
-// cluster. Nothing else of the controller manager runs (no node lifecycle, no garbage collector).
+// StartJobController runs Kubernetes' own Job controller (pkg/controller/job of the same release,
+// started as kube-controller-manager starts it; see build/kube): Jobs get their pods (Indexed
+// names, completion-index env, subdomain) as in a cluster. No other controller runs (no node
+// lifecycle, no garbage collector).
 func (s *Server) StartJobController() error {
-	return s.runClient("kube", "kube-controller-manager", func(kubeconfig string) []string {
-		return []string{"kube-controller-manager", "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0",
-			"--controllers=job", "--use-service-account-credentials=false", "--v=1"}
+	return s.runClient(ControlPlaneBuild, "kube-job-controller", func(kubeconfig string) []string {
+		return []string{"kube-job-controller", "--kubeconfig=" + kubeconfig}
 	})
 }
 
@@ -341,7 +341,7 @@ func (s *Server) exited() error {
 func (s *Server) controllerLogs() string {
 	var b strings.Builder
 	for _, p := range s.procs {
-		if p.name == "mpi-operator" || p.name == "kube-controller-manager" {
+		if p.name == "mpi-operator" || p.name == "kube-job-controller" {
 			fmt.Fprintf(&b, "--- %s log:\n%s\n", p.name, s.logTail(p.name))
 		}
 	}

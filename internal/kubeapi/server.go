@@ -55,11 +55,11 @@ const adminToken = "gpucluster-test-admin-token"
 // Start builds (or reuses) the binaries and starts etcd and kube-apiserver on free loopback
 // ports, then installs the Karpenter and MPI operator CRDs. Stop it with Stop.
 func Start() (*Server, error) {
-	etcdBin, err := binary("etcd")
+	etcdBin, err := binary(EtcdBuild)
 	if err != nil {
 		return nil, err
 	}
-	kubeBin, err := binary("kube")
+	kubeBin, err := binary(ControlPlaneBuild)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // The Kubernetes control plane for the tests, v1.34.1 from the module proxy, as one binary that
 // runs the component named by its first argument (as hyperkube did): kube-apiserver,
-// kube-scheduler or kube-controller-manager. One build shares the compile and the link that
-// three binaries of the same module would each repeat.
+// kube-scheduler, or kube-job-controller. One build shares the compile and the link that
+// separate binaries of the same module would each repeat.
 package main
 
 import (
@@ -11,18 +11,17 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
 func main() {
 	commands := map[string]func() *cobra.Command{
-		"kube-apiserver":          apiserver.NewAPIServerCommand,
-		"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
-		"kube-controller-manager": controllermanager.NewControllerManagerCommand,
+		"kube-apiserver":      apiserver.NewAPIServerCommand,
+		"kube-scheduler":      func() *cobra.Command { return scheduler.NewSchedulerCommand() },
+		"kube-job-controller": newJobControllerCommand,
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-controller-manager [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-job-controller [flags]")
 		os.Exit(2)
 	}
 	cmd := commands[os.Args[1]]()

@@ -3,96 +3,11 @@ package kubeapi
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
-
-// StartScheduler runs a real kube-scheduler (the same Kubernetes release as the API server)
-// against the server: pods created afterwards are bound to the Node objects the test creates,
-// by the scheduler's own filters (resources, node selectors, taints, affinity). No serving port
-// (--secure-port=0) and no leader election: one scheduler, for one test run.
-func (s *Server) StartScheduler() error {
-	return s.runClient(ControlPlaneBuild, "kube-scheduler", func(kubeconfig string) []string {
-		return []string{"kube-scheduler", "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=1"}
-	})
-}
-
-// StartJobController runs Kubernetes' own Job controller (pkg/controller/job of the same release,
-// started as kube-controller-manager starts it; see build/kube): Jobs get their pods (Indexed
-// names, completion-index env, subdomain) as in a cluster. No other controller runs (no node
-// lifecycle, no garbage collector).
-func (s *Server) StartJobController() error {
-	return s.runClient(ControlPlaneBuild, "kube-job-controller", func(kubeconfig string) []string {
-		return []string{"kube-job-controller", "--kubeconfig=" + kubeconfig}
-	})
-}
-
-// mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
-// no flag to move it.
-const mpiOperatorHealthPort = 8080
-
-// StartMPIOperator runs the MPI operator release whose CRD the server serves: MPIJobs get their
-// worker pods, their launcher Job, ssh secret and hostfile as in a cluster. It elects itself
-// leader through a Lease in the mpi-operator namespace, which must exist. Its fixed health port
-// allows one operator per machine: test processes take turns (a lock file in the temporary
-// directory, whatever their cache, held until Stop), and a port taken by another program is an
-// error that says so.
-func (s *Server) StartMPIOperator() error {
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("gpucluster-port-%d.lock", mpiOperatorHealthPort)), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		lock.Close()
-		return err
-	}
-	s.locks = append(s.locks, lock)
-	l, err := net.Listen("tcp", fmt.Sprintf(":%d", mpiOperatorHealthPort))
-	if err != nil {
-		return fmt.Errorf("the MPI operator %s serves its health check on port %d, which another program holds (%v): free it to run these tests",
-			MPIOperatorVersion, mpiOperatorHealthPort, err)
-	}
-	l.Close()
-	return s.runClient(MPIOperatorBuild, "mpi-operator", func(kubeconfig string) []string {
-		return []string{"--kubeConfig=" + kubeconfig, "--lock-namespace=mpi-operator", "--v=1"}
-	})
-}
-
-// runClient builds (or reuses) a build module's binary and runs it as a client of the server.
-func (s *Server) runClient(build, name string, args func(kubeconfig string) []string) error {
-	bin, err := binary(build)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := s.kubeconfig()
-	if err != nil {
-		return err
-	}
-	return s.run(name, bin, args(kubeconfig)...)
-}
-
-// kubeconfig writes (once) a kubeconfig for the harness's own clients: the admin token over
-// loopback, and the server's certificate is this run's self-signed one.
-func (s *Server) kubeconfig() (string, error) {
-	path := filepath.Join(s.dir, "admin.kubeconfig")
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
-users: [{name: admin, user: {token: %q}}]
-contexts: [{name: test, context: {cluster: test, user: admin}}]
-current-context: test
-`, s.URL, s.token)
-	return path, os.WriteFile(path, []byte(cfg), 0o600)
-}
 
 // Binding is where the scheduler put a pod: its node, or why it could not place it.
 type Binding struct {

@@ -74,7 +74,7 @@ func trainingTable(b *strings.Builder, runs []bench.Run) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("\nTraining (ratio to %s; above 1 is slower):\n\n| run | wall clock (s) | trainer runtime (s) | samples/s |\n|---|---:|---:|---:|\n", runs[0].Label)
 	first := runs[0].Training
-	for _, r := range runs {
+	for i, r := range runs {
 		t := r.Training
 		if t == nil {
 			w("| %s | – | – | – |\n", r.Label)
@@ -83,13 +83,13 @@ func trainingTable(b *strings.Builder, runs []bench.Run) {
 		wall, runtime, rate := "–", "–", "–"
 		if t.TimestampSource != "" {
 			wall = fmt.Sprintf("%.0f", t.WallClockSeconds)
-			if first != nil && first.TimestampSource != "" && first.WallClockSeconds > 0 && r.Label != runs[0].Label {
+			if first != nil && first.TimestampSource != "" && first.WallClockSeconds > 0 && i > 0 {
 				wall += fmt.Sprintf(" (×%.2f)", t.WallClockSeconds/first.WallClockSeconds)
 			}
 		}
 		if t.TrainerRuntimeSeconds != nil {
 			runtime = fmt.Sprintf("%.1f", *t.TrainerRuntimeSeconds)
-			if first != nil && first.TrainerRuntimeSeconds != nil && *first.TrainerRuntimeSeconds > 0 && r.Label != runs[0].Label {
+			if first != nil && first.TrainerRuntimeSeconds != nil && *first.TrainerRuntimeSeconds > 0 && i > 0 {
 				runtime += fmt.Sprintf(" (×%.2f)", *t.TrainerRuntimeSeconds / *first.TrainerRuntimeSeconds)
 			}
 		}

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"strings"
 )
 
 // KeyBenchmarks enables the benchmark jobs of a stack: {enabled, trainingCommand}.
@@ -189,15 +188,4 @@ func HumanSize(b int64) string {
 		i++
 	}
 	return fmt.Sprintf("%d %s", b, units[i])
-}
-
-// String describes the settings for messages.
-func (s BenchmarkSettings) String() string {
-	if !s.Enabled {
-		return "off"
-	}
-	if len(s.TrainingCommand) == 0 {
-		return "NCCL all-reduce"
-	}
-	return "NCCL all-reduce and torchrun " + strings.Join(s.TrainingCommand, " ")
 }

@@ -115,7 +115,6 @@ func (s *Server) DeleteNow(obj map[string]any) error {
 type Pod struct {
 	Name, Node, Reason string
 	Ready, Deleting    bool
-	Labels             map[string]string
 }
 
 // Pods lists the pods of a namespace that match a label selector ("" for all).
@@ -135,7 +134,6 @@ func (s *Server) Pods(namespace, selector string) ([]Pod, error) {
 		Items []struct {
 			Metadata struct {
 				Name              string
-				Labels            map[string]string
 				DeletionTimestamp string
 			}
 			Spec   struct{ NodeName string }
@@ -149,7 +147,7 @@ func (s *Server) Pods(namespace, selector string) ([]Pod, error) {
 	}
 	var out []Pod
 	for _, it := range list.Items {
-		p := Pod{Name: it.Metadata.Name, Node: it.Spec.NodeName, Labels: it.Metadata.Labels, Deleting: it.Metadata.DeletionTimestamp != ""}
+		p := Pod{Name: it.Metadata.Name, Node: it.Spec.NodeName, Deleting: it.Metadata.DeletionTimestamp != ""}
 		for _, c := range it.Status.Conditions {
 			switch {
 			case c.Type == "PodScheduled" && c.Status != "True":

@@ -588,6 +588,16 @@ func parentKey(k string) string {
 	return ""
 }
 
-// ConfigKeys lists the stack config keys gpucluster reads (besides aws:region), for Pulumi.yaml's
-// typed config block and the documentation.
+// ConfigKeys lists the stack config keys gpucluster reads (besides aws:region), for the
+// documentation and the engine's configuration.
 func ConfigKeys() []string { return append([]string(nil), gpuclusterKeys...) }
+
+// requiredKeys are the keys every stack must set: the core refuses a stack without them.
+var requiredKeys = []string{KeyPools}
+
+// RequiredConfigKeys lists the keys every stack must set, and so the only keys Pulumi.yaml may
+// declare: the Pulumi CLI requires every declared project key that has no default
+// (pkg/v3 workspace/config.go, mergeConfig) and refuses a stack without it before the program
+// runs, while the defaults of the optional keys are the core's (a Pulumi default would be a second
+// home for them, and some, such as the cluster name, depend on the stack).
+func RequiredConfigKeys() []string { return append([]string(nil), requiredKeys...) }

@@ -38,20 +38,34 @@ func TestPulumiProjectFile(t *testing.T) {
 	if target, _ := proj.Runtime.Options()["buildTarget"].(string); target == "" {
 		t.Error("no buildTarget: every pulumi up would relink the program")
 	}
-	var declared, read []string
+	var declared []string
 	for k, v := range proj.Config {
 		declared = append(declared, topology.ConfigNamespace+":"+k)
 		if v.Type == nil || v.Description == "" {
 			t.Errorf("config %s needs a type and a description", k)
 		}
-		if v.Default != nil {
+		if v.Default != nil || v.Value != nil {
 			t.Errorf("config %s has a Pulumi default; defaults live in the topology core only", k)
 		}
 	}
-	read = topology.ConfigKeys()
+	// The CLI requires every declared key without a default: declaring an optional key would
+	// make every stack that leaves it out fail before the program runs.
+	required := topology.RequiredConfigKeys()
 	sort.Strings(declared)
-	sort.Strings(read)
-	if strings.Join(declared, " ") != strings.Join(read, " ") {
-		t.Errorf("Pulumi.yaml declares %v\ngpucluster reads %v", declared, read)
+	sort.Strings(required)
+	if strings.Join(declared, " ") != strings.Join(required, " ") {
+		t.Errorf("Pulumi.yaml declares %v, but the keys every stack must set are %v", declared, required)
+	}
+}
+
+// TestRequiredConfigKeysAreRequired: a stack that leaves out a key the project declares is
+// refused by the core too, naming that key, so Pulumi's requirement and the core's agree.
+func TestRequiredConfigKeysAreRequired(t *testing.T) {
+	for _, k := range topology.RequiredConfigKeys() {
+		data := []byte("config:\n  aws:region: us-west-2\n")
+		_, err := topology.ParseStack("Pulumi.required.yaml", data)
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("a stack without %s: got %v, want an error naming the key", k, err)
+		}
 	}
 }

@@ -72,13 +72,10 @@ const SystemPool = "system"
 // pool name limits keep it within EKS's 63 characters.
 func PoolResourceName(cluster, pool string) string { return cluster + "-" + pool }
 
-// Tags are the ownership, cost-allocation and expiry tags gpucluster puts on every AWS resource
-// of a stack (activate them as cost allocation tags to see the stack in Cost Explorer).
+// Tags are the ownership and cost-allocation tags gpucluster puts on every AWS resource of a
+// stack (activate them as cost allocation tags to see the stack in Cost Explorer).
 func (s StackSpec) Tags() map[string]string {
 	t := map[string]string{TagCluster: s.Cluster.Name, TagStack: s.Stack}
-	if s.Expiry != "" {
-		t[TagExpiresAt] = s.Expiry
-	}
 	if s.Owner != "" {
 		t[TagOwner] = s.Owner
 	}

@@ -74,17 +74,19 @@ func TestExpiryStopsEveryPool(t *testing.T) {
 		t.Errorf("cluster role rules %s", rules)
 	}
 
-	// Every AWS resource with tags carries the expiry and the owner; every object the labels.
+	// Every AWS resource with tags carries the owner, every object the labels; the expiry is on
+	// the expiry's own resources and nowhere else (setting it must not update the rest).
 	for _, r := range ev.res {
+		own := strings.Contains(r.URN, "gpucluster:index:Expiry$")
 		if tags, ok := r.Input("tags").(map[string]any); ok && strings.HasPrefix(r.Type, "aws:") {
-			if tags["gpucluster.io/expires-at"] != "2026-12-01T18:00:00Z" || tags["gpucluster.io/owner"] != "ml-platform" {
+			if tags["gpucluster.io/owner"] != "ml-platform" || own != (tags["gpucluster.io/expires-at"] == "2026-12-01T18:00:00Z") {
 				t.Errorf("%s %s tags %v", r.Type, r.Name, tags)
 			}
 		}
 		if strings.HasPrefix(r.Type, "kubernetes:") && r.Type != "kubernetes:helm.sh/v4:Chart" && r.Type != "pulumi:providers:kubernetes" {
 			md, _ := r.Input("metadata").(map[string]any)
 			labels, _ := md["labels"].(map[string]any)
-			if labels["gpucluster.io/expires-at"] != "20261201T1800Z" || labels["gpucluster.io/owner"] != "ml-platform" {
+			if labels["gpucluster.io/owner"] != "ml-platform" || own != (labels["gpucluster.io/expires-at"] == "20261201T1800Z") {
 				t.Errorf("%s %s labels %v", r.Type, r.Name, labels)
 			}
 		}

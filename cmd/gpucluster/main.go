@@ -24,6 +24,8 @@ Usage:
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
   gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
+  gpucluster preflight                    check the tools pulumi up runs on this machine (pulumi, go,
+                                          kubectl, aws) against the versions they must have
   gpucluster expire (--stack NAME | --config FILE) --in DURATION
                                           write gpucluster:expiresAt (now + DURATION, to the minute) into
                                           the stack file, changing nothing else
@@ -56,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(rest, stdout, stderr)
 	case "expire":
 		return cmdExpire(rest, stdout, stderr)
+	case "preflight":
+		return cmdPreflight(rest, stdout, stderr)
 	case "bench":
 		return cmdBench(rest, stdout, stderr)
 	case "help", "-h", "--help":

@@ -118,7 +118,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		PublicSubnetIds:              args.PublicSubnetIDs,
 		SkipDefaultNodeGroup:         pulumi.BoolRef(true),
 		NodeAssociatePublicIpAddress: pulumi.BoolRef(false),
-		UseDefaultVpcCni:             pulumi.BoolRef(true), // EKS's vpc-cni; no kubectl needed at deploy time
+		UseDefaultVpcCni:             pulumi.BoolRef(true), // EKS's vpc-cni, not pulumi-eks's manifests (pulumi-eks still checks kubectl ≥ 1.24 is installed: gpucluster preflight)
 		// No IAM OIDC provider: nothing uses IRSA (the Karpenter controller uses EKS Pod
 		// Identity), and an unused provider is one more identity AWS will trust.
 		CreateOidcProvider:              pulumi.Bool(false),

@@ -5,15 +5,14 @@
 package kubeapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
+
+	"github.com/gpucluster/gpucluster/internal/buildcache"
 )
 
 // Versions of what the harness builds and installs (build/*/go.mod pin the same).
@@ -24,7 +23,7 @@ const (
 )
 
 // EnvCache overrides the cache directory of the built binaries.
-const EnvCache = "GPUCLUSTER_KUBE_CACHE"
+const EnvCache = buildcache.EnvCache
 
 // buildDir is the directory of one nested build module (kube, etcd, mpioperator, crds).
 func buildDir(name string) string {
@@ -32,64 +31,19 @@ func buildDir(name string) string {
 	return filepath.Join(filepath.Dir(file), "build", name)
 }
 
-func cacheDir() (string, error) {
-	if d := os.Getenv(EnvCache); d != "" {
-		return d, os.MkdirAll(d, 0o755)
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	d := filepath.Join(base, "gpucluster", "kube")
-	return d, os.MkdirAll(d, 0o755)
-}
-
-// binary returns the cached binary of a build module, building it first when the module's
-// files (go.mod, go.sum, every .go file) or the Go version changed since the last build.
+// binary returns the cached binary of a build module (internal/buildcache).
 func binary(name string) (string, error) {
-	dir := buildDir(name)
-	h := sha256.New()
-	fmt.Fprintln(h, runtime.Version())
-	sources, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-	for _, f := range append([]string{filepath.Join(dir, "go.mod"), filepath.Join(dir, "go.sum")}, sources...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("build module %s: %w", name, err)
-		}
-		fmt.Fprintln(h, filepath.Base(f))
-		h.Write(b)
+	b := buildcache.Build{Name: name, Dir: buildDir(name), Package: "."}
+	if name == ControlPlaneBuild {
+		// Stamped as a release build is: unstamped, the server reports v0.0.0-master+$Format:%H$,
+		// which is no semantic version (Helm's .Capabilities.KubeVersion and every client that
+		// compares versions fail on it).
+		major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
+		minor, _, _ = strings.Cut(minor, ".")
+		b.LDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+			" -X k8s.io/component-base/version.gitMajor=" + major + " -X k8s.io/component-base/version.gitMinor=" + minor
 	}
-	cache, err := cacheDir()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(cache, name+"-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	// One build at a time: test packages run in parallel, and building kube-apiserver twice
-	// at once would double the cold start of every one of them.
-	lock, err := os.OpenFile(filepath.Join(cache, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(out); err == nil { // built by another process while we waited
-		return out, nil
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
-	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s in %s (go build -o %s .): %v\n%s", name, dir, tmp, err, msg)
-	}
-	// Rename is atomic: concurrent test processes that built the same binary agree on it.
-	return out, os.Rename(tmp, out)
+	return buildcache.Binary(b)
 }
 
 // Modules whose CRDs the test server installs, pinned by build/crds/go.mod.

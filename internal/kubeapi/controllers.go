@@ -28,6 +28,16 @@ func (s *Server) StartJobController() error {
 	})
 }
 
+// StartAppControllers runs Kubernetes' own Deployment, ReplicaSet, Namespace and ServiceAccount
+// controllers (the same release, started as kube-controller-manager starts them; see build/kube):
+// a Deployment gets its pods for the scheduler to place, a deleted namespace is emptied and goes,
+// and every namespace gets its default service account.
+func (s *Server) StartAppControllers() error {
+	return s.runClient(ControlPlaneBuild, "kube-app-controllers", func(kubeconfig string) []string {
+		return []string{"kube-app-controllers", "--kubeconfig=" + kubeconfig}
+	})
+}
+
 // mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
 // no flag to move it.
 const mpiOperatorHealthPort = 8080

@@ -294,3 +294,28 @@ func (s *Server) DrainPods(namespace string, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// Node is a Node object as a kubelet on an x86-64 Linux instance registers it: the well-known
+// labels every kubelet sets (hostname, os, arch), the given labels, taints (maps of key, value,
+// effect) and the same capacity and allocatable. Charts select on the well-known labels
+// (Karpenter's nodeSelector has kubernetes.io/os: linux).
+func Node(name string, labels map[string]string, taints []map[string]any, allocatable map[string]string) map[string]any {
+	l := map[string]any{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	ts := []any{}
+	for _, t := range taints {
+		ts = append(ts, t)
+	}
+	res := map[string]any{}
+	for k, v := range allocatable {
+		res[k] = v
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name, "labels": l},
+		"spec": map[string]any{"taints": ts}, "status": map[string]any{"capacity": res, "allocatable": res}}
+}
+
+// SystemNodeAllocatable is what a system node (m7i.large: 2 vCPU, 8 GiB) offers pods once EKS's
+// AMI has reserved its share for the kubelet and the system.
+var SystemNodeAllocatable = map[string]string{"cpu": "1930m", "memory": "7000Mi", "pods": "29"}

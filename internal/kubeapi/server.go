@@ -54,7 +54,13 @@ const adminToken = "gpucluster-test-admin-token"
 
 // Start builds (or reuses) the binaries and starts etcd and kube-apiserver on free loopback
 // ports, then installs the Karpenter and MPI operator CRDs. Stop it with Stop.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start(true) }
+
+// StartEmpty starts a server without the CRDs, as a new EKS cluster is: for tests in which the
+// program under test installs them (the real-engine tests).
+func StartEmpty() (*Server, error) { return start(false) }
+
+func start(withCRDs bool) (*Server, error) {
 	etcdBin, err := binary(EtcdBuild)
 	if err != nil {
 		return nil, err
@@ -111,9 +117,11 @@ func Start() (*Server, error) {
 	if err := s.waitReady(90 * time.Second); err != nil {
 		return nil, err
 	}
-	manifests, err := crds()
-	if err != nil {
-		return nil, err
+	var manifests [][]byte
+	if withCRDs {
+		if manifests, err = crds(); err != nil {
+			return nil, err
+		}
 	}
 	for _, crd := range manifests {
 		obj, err := yamlToObject(crd)

@@ -182,12 +182,11 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 			s.Delete(map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}})
 		}
 	}()
-	// The system nodes: m7i.large (2 vCPU, 8 GiB) less EKS's reservations, untainted.
+	// The system nodes, untainted.
 	for i := range spec.Cluster.SystemNodes.Count {
 		name := fmt.Sprintf("%s-system-%d", spec.Stack, i)
 		nodePool[name] = topology.SystemPool
-		must(s.CreateReadyNode(node(name, map[string]string{topology.LabelPool: topology.SystemPool}, nil,
-			map[string]string{"cpu": "1930m", "memory": "7000Mi", "pods": "29"})))
+		must(s.CreateReadyNode(node(name, map[string]string{topology.LabelPool: topology.SystemPool}, nil, kubeapi.SystemNodeAllocatable)))
 	}
 	for _, p := range spec.Pools {
 		for i := range p.Benchmark.Nodes {
@@ -258,18 +257,9 @@ func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, po
 
 // node is a Node object as a pool's kubelet registers it.
 func node(name string, labels map[string]string, taints []topology.Taint, allocatable map[string]string) map[string]any {
-	l := map[string]any{"kubernetes.io/hostname": name}
-	for k, v := range labels {
-		l[k] = v
-	}
-	var ts []any
+	var ts []map[string]any
 	for _, t := range taints {
 		ts = append(ts, map[string]any{"key": t.Key, "value": t.Value, "effect": t.Effect})
 	}
-	res := map[string]any{}
-	for k, v := range allocatable {
-		res[k] = v
-	}
-	return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name, "labels": l},
-		"spec": map[string]any{"taints": ts}, "status": map[string]any{"capacity": res, "allocatable": res}}
+	return kubeapi.Node(name, labels, ts, allocatable)
 }

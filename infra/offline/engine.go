@@ -4,7 +4,6 @@ package offline
 
 import (
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/internal/fakecloud"
 )
 
 // Project is the Pulumi project name (Pulumi.yaml).
@@ -138,60 +139,25 @@ func (e *Engine) urn(parent, typ, name string) string {
 	return string(resource.NewURN(tokens.QName(e.stack), tokens.PackageName(Project), parentType, tokens.Type(typ), name))
 }
 
-// idPrefixes give mock ids the shape of real ones, so id-shaped checks behave as in the cloud.
-var idPrefixes = map[string]string{
-	"aws:ec2/vpc:Vpc": "vpc-", "aws:ec2/subnet:Subnet": "subnet-", "aws:ec2/securityGroup:SecurityGroup": "sg-",
-	"aws:ec2/launchTemplate:LaunchTemplate": "lt-", "aws:ec2/internetGateway:InternetGateway": "igw-",
-	"aws:ec2/natGateway:NatGateway": "nat-", "aws:ec2/eip:Eip": "eipalloc-", "aws:ec2/routeTable:RouteTable": "rtb-",
-	"aws:ec2/placementGroup:PlacementGroup": "pg-",
-}
-
-func mockID(typ, urn string) string {
-	h := fnv.New64a()
-	h.Write([]byte(urn))
-	hex := fmt.Sprintf("%017x", h.Sum64())[:17]
-	if p, ok := idPrefixes[typ]; ok {
-		return p + hex
-	}
-	return "mock-" + hex
-}
+func mockID(typ, urn string) string { return fakecloud.ID(typ, urn) }
 
 // MockAccount is the account id in mock ARNs.
-const MockAccount = "123456789012"
+const MockAccount = fakecloud.Account
 
-// outputs are the inputs plus what the program reads that only the cloud computes.
+// outputs are the inputs plus what the program reads that only the cloud computes; the
+// pulumi-eks cluster, which the real engine runs as a component, answers with a kubeconfig.
 func outputs(args pulumi.MockResourceArgs, id string) resource.PropertyMap {
-	out := args.Inputs.Copy()
-	set := func(k string, v any) { out[resource.PropertyKey(k)] = resource.NewPropertyValue(v) }
-	input := func(k string) string {
-		if v, ok := args.Inputs[resource.PropertyKey(k)]; ok && v.IsString() {
-			return v.StringValue()
+	out := args.Inputs
+	if args.Custom {
+		out = fakecloud.Outputs(args.TypeToken, args.Name, args.Inputs, id)
+	}
+	if args.TypeToken == "eks:index:Cluster" {
+		name := ""
+		if v, ok := args.Inputs["name"]; ok && v.IsString() {
+			name = v.StringValue()
 		}
-		return ""
-	}
-	// Pulumi auto-names resources whose name the program leaves out (logical name plus a random
-	// suffix, chosen at deploy time); the mock uses the logical name.
-	if _, named := args.Inputs["name"]; !named && args.Custom && strings.HasPrefix(args.TypeToken, "aws:") {
-		set("name", args.Name)
-	}
-	switch args.TypeToken {
-	case "aws:sqs/queue:Queue":
-		set("arn", "arn:aws:sqs:mock:"+MockAccount+":"+input("name"))
-		set("url", "https://sqs.mock.amazonaws.com/"+MockAccount+"/"+input("name"))
-	case "aws:iam/role:Role":
-		set("arn", "arn:aws:iam::"+MockAccount+":role/"+input("name"))
-	case "aws:cloudwatch/logGroup:LogGroup":
-		set("arn", "arn:aws:logs:mock:"+MockAccount+":log-group:"+input("name"))
-	case "aws:kms/key:Key":
-		set("arn", "arn:aws:kms:mock:"+MockAccount+":key/"+id)
-		set("keyId", id)
-	case "aws:ec2/launchTemplate:LaunchTemplate":
-		set("latestVersion", 1.0)
-	case "aws:eks/nodeGroup:NodeGroup":
-		set("arn", "arn:aws:eks:mock:"+MockAccount+":nodegroup/"+input("clusterName")+"/"+input("nodeGroupName"))
-	case "eks:index:Cluster":
-		name := input("name")
-		set("kubeconfigJson", fmt.Sprintf(`{"apiVersion":"v1","kind":"Config","clusters":[{"name":%q,"cluster":{"server":"https://%s.mock.eks.amazonaws.com","certificate-authority-data":"TU9DSw=="}}]}`,
+		out = out.Copy()
+		out["kubeconfigJson"] = resource.NewPropertyValue(fmt.Sprintf(`{"apiVersion":"v1","kind":"Config","clusters":[{"name":%q,"cluster":{"server":"https://%s.mock.eks.amazonaws.com","certificate-authority-data":"TU9DSw=="}}]}`,
 			name, strings.ToUpper(name)))
 	}
 	return out

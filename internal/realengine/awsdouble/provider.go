@@ -1,0 +1,278 @@
+// Package awsdouble is a test double of the Pulumi aws provider for the real-engine tests: the
+// real aws provider binary is not served here and would need an AWS account. It speaks the
+// provider gRPC protocol to the real Pulumi engine, records every call with its inputs
+// (internal/realengine/record), answers resources with their inputs plus the values only AWS
+// computes (internal/fakecloud, shared with the offline engine) and data sources from a table,
+// and fails loudly on an invoke it does not know.
+package awsdouble
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/gpucluster/gpucluster/internal/fakecloud"
+	"github.com/gpucluster/gpucluster/internal/realengine/record"
+)
+
+// Environment the harness sets for the double.
+const (
+	// EnvVersion is the plugin version the double reports (the pulumi-aws SDK's in go.mod).
+	EnvVersion = "GPUCLUSTER_AWS_DOUBLE_VERSION"
+	// EnvEndpoint and EnvCA are what an EKS cluster answers as its endpoint and certificate
+	// authority (base64 PEM): the harness's real kube-apiserver, so that the kubeconfig
+	// pulumi-eks builds from them reaches it.
+	EnvEndpoint = "GPUCLUSTER_AWS_DOUBLE_EKS_ENDPOINT"
+	EnvCA       = "GPUCLUSTER_AWS_DOUBLE_EKS_CA"
+)
+
+// Provider is the double.
+type Provider struct {
+	pulumirpc.UnimplementedResourceProviderServer
+
+	rec     *record.Writer
+	version string
+	cluster clusterAnswer
+
+	mu     sync.Mutex
+	region string
+}
+
+// clusterAnswer is what an aws:eks/cluster:Cluster answers that only EKS computes.
+type clusterAnswer struct{ endpoint, ca string }
+
+// New returns the double configured from the environment.
+func New() (*Provider, error) {
+	rec, err := record.Open()
+	if err != nil {
+		return nil, err
+	}
+	v := os.Getenv(EnvVersion)
+	if v == "" {
+		return nil, fmt.Errorf("aws double: %s is unset (the harness sets it to the pulumi-aws SDK version of go.mod)", EnvVersion)
+	}
+	return &Provider{rec: rec, version: v, cluster: clusterAnswer{endpoint: os.Getenv(EnvEndpoint), ca: os.Getenv(EnvCA)}}, nil
+}
+
+var opts = plugin.MarshalOptions{KeepUnknowns: true, KeepSecrets: true, KeepResources: true, KeepOutputValues: true}
+
+func unmarshal(s *structpb.Struct) (resource.PropertyMap, error) {
+	if s == nil {
+		return resource.PropertyMap{}, nil
+	}
+	return plugin.UnmarshalProperties(s, opts)
+}
+
+func marshal(m resource.PropertyMap) (*structpb.Struct, error) {
+	return plugin.MarshalProperties(m, opts)
+}
+
+// plain is a property map as JSON-able Go values for the record (secrets shown as such).
+func plain(m resource.PropertyMap) map[string]any {
+	return m.MapRepl(nil, func(v resource.PropertyValue) (any, bool) {
+		if v.IsSecret() {
+			return map[string]any{"secret": v.SecretValue().Element.MapRepl(nil, nil)}, true
+		}
+		if v.IsComputed() || v.IsOutput() && !v.OutputValue().Known {
+			return "<unknown>", true
+		}
+		return nil, false
+	})
+}
+
+func (p *Provider) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
+	return &pulumirpc.PluginInfo{Version: p.version}, nil
+}
+
+func (p *Provider) GetSchema(context.Context, *pulumirpc.GetSchemaRequest) (*pulumirpc.GetSchemaResponse, error) {
+	return &pulumirpc.GetSchemaResponse{Schema: fmt.Sprintf(`{"name":"aws","version":%q}`, p.version)}, nil
+}
+
+func (p *Provider) CheckConfig(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
+	return &pulumirpc.CheckResponse{Inputs: req.GetNews()}, nil
+}
+
+func (p *Provider) DiffConfig(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
+	return p.diff(req)
+}
+
+func (p *Provider) Configure(_ context.Context, req *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.region = req.GetVariables()["aws:config:region"]
+	if args, err := unmarshal(req.GetArgs()); err == nil {
+		if r, ok := args["region"]; ok && r.IsString() {
+			p.region = r.StringValue()
+		}
+	}
+	if p.region == "" {
+		return nil, fmt.Errorf("aws double: no region configured (aws:region), as the real provider would refuse")
+	}
+	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true, AcceptResources: true, AcceptOutputs: true}, nil
+}
+
+func (p *Provider) Check(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
+	return &pulumirpc.CheckResponse{Inputs: req.GetNews()}, nil
+}
+
+// replaceKeys are inputs whose change replaces an AWS resource rather than updating it (true of
+// a name for nearly every AWS resource type).
+var replaceKeys = []string{"name", "namePrefix", "nodeGroupName", "clusterName"}
+
+func (p *Provider) Diff(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
+	return p.diff(req)
+}
+
+func (p *Provider) diff(req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
+	olds, err := unmarshal(req.GetOldInputs())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetOldInputs() == nil {
+		if olds, err = unmarshal(req.GetOlds()); err != nil {
+			return nil, err
+		}
+	}
+	news, err := unmarshal(req.GetNews())
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range req.GetIgnoreChanges() {
+		delete(olds, resource.PropertyKey(k))
+		delete(news, resource.PropertyKey(k))
+	}
+	resp := &pulumirpc.DiffResponse{Changes: pulumirpc.DiffResponse_DIFF_NONE, HasDetailedDiff: true, DetailedDiff: map[string]*pulumirpc.PropertyDiff{}}
+	d := olds.Diff(news)
+	if d == nil {
+		return resp, nil
+	}
+	resp.Changes = pulumirpc.DiffResponse_DIFF_SOME
+	for _, k := range d.ChangedKeys() {
+		key := string(k)
+		replace := slices.Contains(replaceKeys, key)
+		kind := pulumirpc.PropertyDiff_UPDATE
+		switch {
+		case d.Added(k):
+			kind = pulumirpc.PropertyDiff_ADD
+		case d.Deleted(k):
+			kind = pulumirpc.PropertyDiff_DELETE
+		}
+		if replace {
+			kind += pulumirpc.PropertyDiff_ADD_REPLACE - pulumirpc.PropertyDiff_ADD // the _REPLACE twin
+			resp.Replaces = append(resp.Replaces, key)
+		}
+		resp.Diffs = append(resp.Diffs, key)
+		resp.DetailedDiff[key] = &pulumirpc.PropertyDiff{Kind: kind, InputDiff: true}
+	}
+	return resp, nil
+}
+
+func (p *Provider) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
+	news, err := unmarshal(req.GetProperties())
+	if err != nil {
+		return nil, err
+	}
+	urn := resource.URN(req.GetUrn())
+	if req.GetPreview() {
+		return &pulumirpc.CreateResponse{Properties: req.GetProperties()}, nil
+	}
+	typ := string(urn.Type())
+	id := fakecloud.ID(typ, string(urn))
+	out := p.computed(typ, urn.Name(), news, id, nil)
+	p.rec.Write(record.Call{Provider: "aws", Op: "create", Type: typ, URN: string(urn), ID: id, Inputs: plain(news)})
+	props, err := marshal(out)
+	return &pulumirpc.CreateResponse{Id: id, Properties: props}, err
+}
+
+func (p *Provider) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
+	news, err := unmarshal(req.GetNews())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetPreview() {
+		return &pulumirpc.UpdateResponse{Properties: req.GetNews()}, nil
+	}
+	olds, err := unmarshal(req.GetOlds())
+	if err != nil {
+		return nil, err
+	}
+	urn := resource.URN(req.GetUrn())
+	typ := string(urn.Type())
+	out := p.computed(typ, urn.Name(), news, req.GetId(), olds)
+	p.rec.Write(record.Call{Provider: "aws", Op: "update", Type: typ, URN: string(urn), ID: req.GetId(), Inputs: plain(news)})
+	props, err := marshal(out)
+	return &pulumirpc.UpdateResponse{Properties: props}, err
+}
+
+// computed is a resource's state: its inputs, the values AWS computes (fakecloud), and the
+// values an old state already had for keys the inputs do not set (an update keeps its ARN).
+func (p *Provider) computed(typ, name string, inputs resource.PropertyMap, id string, olds resource.PropertyMap) resource.PropertyMap {
+	out := fakecloud.Outputs(typ, name, inputs, id)
+	for k, v := range p.answers(typ, out, id) {
+		if _, set := out[k]; !set {
+			out[k] = v
+		}
+	}
+	for k, v := range olds {
+		if _, set := out[k]; !set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (p *Provider) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
+	p.rec.Write(record.Call{Provider: "aws", Op: "read", URN: req.GetUrn(), ID: req.GetId()})
+	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
+}
+
+func (p *Provider) Delete(_ context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
+	urn := resource.URN(req.GetUrn())
+	p.rec.Write(record.Call{Provider: "aws", Op: "delete", Type: string(urn.Type()), URN: string(urn), ID: req.GetId()})
+	return &emptypb.Empty{}, nil
+}
+
+func (p *Provider) Invoke(_ context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
+	args, err := unmarshal(req.GetArgs())
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	region := p.region
+	p.mu.Unlock()
+	out, err := invoke(req.GetTok(), args, region)
+	call := record.Call{Provider: "aws", Op: "invoke", Token: req.GetTok(), Inputs: plain(args)}
+	if err != nil {
+		call.Error = err.Error()
+	}
+	p.rec.Write(call)
+	if err != nil {
+		return nil, err
+	}
+	ret, err := marshal(out)
+	return &pulumirpc.InvokeResponse{Return: ret}, err
+}
+
+func (p *Provider) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// partition is the AWS partition of a region.
+func partition(region string) (name, dnsSuffix string) {
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn", "amazonaws.com.cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov", "amazonaws.com"
+	}
+	return "aws", "amazonaws.com"
+}

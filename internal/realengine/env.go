@@ -1,0 +1,197 @@
+package realengine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/mpioperator"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
+	"github.com/gpucluster/gpucluster/internal/realengine/record"
+)
+
+// Project is the Pulumi project (Pulumi.yaml).
+const Project = "gpucluster"
+
+// Passphrase protects the test stacks' secrets (the passphrase secrets provider).
+const Passphrase = "gpucluster-real-engine-test"
+
+// Env is one workspace: a copy of the project (the CLI writes each stack's encryption salt into
+// its stack file, and `gpucluster expire` edits it: the repository's files stay untouched), a
+// file backend, PULUMI_HOME, the record of the doubles' calls, and the API server the kubernetes
+// double applies to.
+type Env struct {
+	Tools   *Tools
+	Server  *kubeapi.Server
+	Work    string // the project copy: Pulumi.yaml, stacks/
+	Record  string
+	home    string
+	backend string
+	vars    map[string]string
+	Log     io.Writer
+}
+
+// NewEnv makes a workspace under root for the project at projectDir.
+func NewEnv(root, projectDir string, tools *Tools, server *kubeapi.Server, log io.Writer) (*Env, error) {
+	e := &Env{Tools: tools, Server: server, Work: filepath.Join(root, "project"), Record: filepath.Join(root, "calls.jsonl"),
+		home: filepath.Join(root, "pulumi-home"), backend: filepath.Join(root, "state"), Log: log}
+	// Pulumi.yaml's main (infra) must exist even though the program runs inline, from this
+	// process: the CLI checks the directory before it hands over to the program.
+	for _, d := range []string{filepath.Join(e.Work, "stacks"), filepath.Join(e.Work, "infra"), e.home, e.backend} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(projectDir, "stacks", "Pulumi.*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range append(files, filepath.Join(projectDir, "Pulumi.yaml")) {
+		rel, _ := filepath.Rel(projectDir, f)
+		if err := copyFile(f, filepath.Join(e.Work, rel)); err != nil {
+			return nil, err
+		}
+	}
+	ca, err := server.CertificateAuthority()
+	if err != nil {
+		return nil, err
+	}
+	karpenterDir, err := kubeapi.KarpenterModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	mpiDir, err := kubeapi.ModuleDir(kubeapi.MPIOperatorModule)
+	if err != nil {
+		return nil, err
+	}
+	// Karpenter's release stamps the version and the controller image into the chart when it
+	// packages it (hack/release/common.sh); the image digest is the built image's, which nothing
+	// here knows, so the controller is pulled by tag. The chart's crds/ is a link to
+	// pkg/apis/crds, which the module zip leaves out.
+	charts, _ := json.Marshal(map[string]any{karpenter.ChartRef + "@" + karpenter.ChartVersion: map[string]any{
+		"dir":    filepath.Join(karpenterDir, "charts", "karpenter"),
+		"values": map[string]any{"controller.image.tag": karpenter.ChartVersion, "controller.image.digest": ""},
+		"crds":   filepath.Join(karpenterDir, "pkg", "apis", "crds"),
+	}})
+	localFiles, _ := json.Marshal(map[string]string{mpioperator.CRDURL: filepath.Join(mpiDir, "manifests", "base", "kubeflow.org_mpijobs.yaml")})
+	awsVersion, k8sVersion, err := providerVersions()
+	if err != nil {
+		return nil, err
+	}
+	e.vars = map[string]string{
+		"PATH":                     tools.Bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_BACKEND_URL":       "file://" + e.backend,
+		"PULUMI_CONFIG_PASSPHRASE": Passphrase,
+		"PULUMI_SKIP_UPDATE_CHECK": "true",
+		// Every plugin is on PATH; the engine must never try to download one.
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		record.EnvFile:                         e.Record,
+		awsdouble.EnvVersion:                   awsVersion,
+		awsdouble.EnvEndpoint:                  server.URL,
+		awsdouble.EnvCA:                        base64.StdEncoding.EncodeToString(ca),
+		"GPUCLUSTER_KUBE_DOUBLE_VERSION":       k8sVersion,
+		"GPUCLUSTER_KUBE_DOUBLE_TOKEN":         server.Token(),
+		"GPUCLUSTER_KUBE_DOUBLE_AWAIT_SECONDS": "120",
+		"GPUCLUSTER_KUBE_DOUBLE_CHARTS":        string(charts),
+		"GPUCLUSTER_KUBE_DOUBLE_FILES":         string(localFiles),
+	}
+	return e, nil
+}
+
+// providerVersions are the pulumi-aws and pulumi-kubernetes SDK versions of go.mod: the plugin
+// versions the program asks the engine for, which the doubles report.
+func providerVersions() (aws, k8s string, err error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/pulumi/pulumi-aws/sdk/v6", "github.com/pulumi/pulumi-kubernetes/sdk/v4")
+	cmd.Dir = filepath.Join(dir(), "..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("reading the provider SDK versions from go.mod: %v", err)
+	}
+	v := strings.Fields(string(out))
+	if len(v) != 2 {
+		return "", "", fmt.Errorf("go list -m printed %q", out)
+	}
+	return strings.TrimPrefix(v[0], "v"), strings.TrimPrefix(v[1], "v"), nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}
+
+// StackFile is the workspace's copy of a stack's file.
+func (e *Env) StackFile(stack string) string {
+	return filepath.Join(e.Work, "stacks", "Pulumi."+stack+".yaml")
+}
+
+// Stack selects (creating it the first time) a stack whose program is fn, run inline: the CLI
+// reads the project and the stack's configuration from the workspace, validates it against
+// Pulumi.yaml and passes it to the program, exactly as under pulumi up.
+func (e *Env) Stack(ctx context.Context, stack string, fn pulumi.RunFunc) (auto.Stack, error) {
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: e.Tools.PulumiRoot()})
+	if err != nil {
+		return auto.Stack{}, err
+	}
+	return auto.UpsertStackInlineSource(ctx, stack, Project, fn, auto.WorkDir(e.Work), auto.PulumiHome(e.home),
+		auto.Pulumi(cmd), auto.EnvVars(e.vars), auto.SecretsProvider("passphrase"))
+}
+
+// Calls are the doubles' record so far.
+func (e *Env) Calls() ([]record.Call, error) { return record.Read(e.Record) }
+
+// CLI runs the Pulumi CLI in the workspace, as a user would at the project root.
+func (e *Env) CLI(ctx context.Context, args ...string) (string, error) {
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: e.Tools.PulumiRoot()})
+	if err != nil {
+		return "", err
+	}
+	env := []string{"PULUMI_HOME=" + e.home}
+	for k, v := range e.vars {
+		env = append(env, k+"="+v)
+	}
+	stdout, stderr, code, err := cmd.Run(ctx, e.Work, nil, nil, nil, env, args...)
+	if err != nil {
+		return stdout, fmt.Errorf("pulumi %s: exit %d: %v\n%s", strings.Join(args, " "), code, err, stderr)
+	}
+	return stdout, nil
+}
+
+// Run runs a command at the workspace root with the workspace's environment (PATH first finds
+// the tools), as a user would at the project root; stdin may be nil.
+func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error) {
+	path := name
+	if _, err := os.Stat(filepath.Join(e.Tools.Bin, name)); err == nil {
+		path = filepath.Join(e.Tools.Bin, name) // exec looks names up in this process's PATH, not cmd.Env's
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = e.Work
+	cmd.Env = os.Environ()
+	for k, v := range e.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin = stdin
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}

@@ -1,0 +1,40 @@
+package realengine_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// documentedOutputs are the stack outputs the README lists ("Stack outputs: `a`, `b` ...").
+func documentedOutputs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(projectDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "Stack outputs:")
+	if i < 0 {
+		t.Fatal("README.md lists no stack outputs (a sentence starting 'Stack outputs:')")
+	}
+	para := text[i:]
+	if j := strings.Index(para, "\n\n"); j > 0 {
+		para = para[:j]
+	}
+	var names []string
+	for _, m := range regexp.MustCompile("`([a-zA-Z]+)`").FindAllStringSubmatch(para, -1) {
+		names = append(names, m[1])
+	}
+	sort.Strings(names)
+	return names
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

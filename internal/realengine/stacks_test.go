@@ -1,0 +1,343 @@
+package realengine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/program"
+	"github.com/gpucluster/gpucluster/internal/destroyorder"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/internal/realengine"
+	"github.com/gpucluster/gpucluster/internal/realengine/record"
+)
+
+const projectDir = "../.."
+
+// stackNames are the stacks in stacks/.
+func stackNames(t *testing.T) []string {
+	files, err := filepath.Glob(filepath.Join(projectDir, "stacks", "Pulumi.*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no stacks in %s/stacks: %v", projectDir, err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, topology.StackName(f))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// startCluster is what EKS gives the program: an API server with no CRDs, its scheduler and
+// controllers, and the system node group's nodes, joined and Ready (their instances are the aws
+// double's).
+func startCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
+	t.Helper()
+	s, err := kubeapi.StartEmpty()
+	if err != nil {
+		t.Fatalf("the test kube-apiserver %s could not start: %v", kubeapi.KubernetesVersion, err)
+	}
+	t.Cleanup(s.Stop)
+	if err := s.StartScheduler(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartAppControllers(); err != nil {
+		t.Fatal(err)
+	}
+	// The system node group's instances, spread over the VPC's zones as its Auto Scaling group
+	// spreads them, labelled by EKS with their zone and instance type.
+	zones := spec.VPC.AvailabilityZones
+	for i := range spec.Cluster.SystemNodes.Count {
+		name := fmt.Sprintf("%s-system-%d", spec.Stack, i)
+		labels := map[string]string{topology.LabelPool: topology.SystemPool, "node.kubernetes.io/instance-type": spec.Cluster.SystemNodes.InstanceType}
+		if len(zones) > 0 {
+			labels["topology.kubernetes.io/zone"] = zones[i%len(zones)]
+		}
+		if err := s.CreateReadyNode(kubeapi.Node(name, labels, nil, kubeapi.SystemNodeAllocatable)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// deployment is one stack's workspace under the real engine.
+type deployment struct {
+	t     *testing.T
+	name  string
+	spec  topology.StackSpec
+	env   *realengine.Env
+	stack auto.Stack
+	log   bytes.Buffer
+}
+
+func deploy(t *testing.T, name string) *deployment {
+	t.Helper()
+	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployment{t: t, name: name, spec: spec}
+	server := startCluster(t, spec)
+	if d.env, err = realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server, &d.log); err != nil {
+		t.Fatal(err)
+	}
+	if d.stack, err = d.env.Stack(context.Background(), name, program.RunEngine(d.env.StackFile(name))); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (d *deployment) fail(what string, err error) {
+	d.t.Helper()
+	d.t.Fatalf("%s: %s: %v\n--- engine output (last lines) ---\n%s", d.name, what, err, tail(d.log.String(), 80))
+}
+
+func (d *deployment) calls() []record.Call {
+	d.t.Helper()
+	calls, err := d.env.Calls()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return calls
+}
+
+// TestRealEngineStacks runs every stack of stacks/ through the real Pulumi CLI and engine: up;
+// a second up with no changes; every documented output, and the README's benchmark command on
+// it; a preview and an up after `gpucluster expire` that change only the expiry; destroy, in an
+// order where every GPU pool goes before what it needs (the doubles' record), leaving nothing.
+func TestRealEngineStacks(t *testing.T) {
+	for _, name := range stackNames(t) {
+		t.Run(name, func(t *testing.T) {
+			d := deploy(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+
+			up, err := d.stack.Up(ctx, optup.ProgressStreams(&d.log))
+			if err != nil {
+				d.fail("pulumi up", err)
+			}
+			created := count(up.Summary.ResourceChanges, "create")
+			again, err := d.stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.log))
+			if err != nil {
+				d.fail("a second pulumi up changed something", err)
+			}
+			changed := 0
+			for op, n := range deref(again.Summary.ResourceChanges) {
+				if op != "same" {
+					changed += n
+				}
+			}
+			d.checkOutputs(ctx)
+			d.checkExpire(ctx)
+
+			before := len(d.calls())
+			down, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log))
+			if err != nil {
+				d.fail("pulumi destroy", err)
+			}
+			calls := d.calls()
+			d.checkDestroyOrder(calls[before:])
+			d.checkNothingLeft(ctx, calls)
+			t.Logf("real engine: %s: up %d resources, second up %d changes, destroy %d deleted", name, created, changed, count(down.Summary.ResourceChanges, "delete"))
+		})
+	}
+}
+
+// checkOutputs: `pulumi stack output` gives every output the README documents, and the README's
+// benchmark command (`pulumi stack output benchmarkJobs --json | jq .<pool> | kubectl apply -f -`)
+// yields objects the API server accepts (a server-side dry run).
+func (d *deployment) checkOutputs(ctx context.Context) {
+	outs, err := d.stack.Outputs(ctx)
+	if err != nil {
+		d.fail("pulumi stack output", err)
+	}
+	var got []string
+	for k := range outs {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	want := documentedOutputs(d.t)
+	if !slices.Equal(got, want) {
+		d.t.Errorf("%s: stack outputs %v, the README documents %v", d.name, got, want)
+	}
+	if !d.spec.Benchmarks.Enabled {
+		return
+	}
+	raw, err := d.env.CLI(ctx, "stack", "output", "-s", d.name, "benchmarkJobs", "--json")
+	if err != nil {
+		d.fail("pulumi stack output benchmarkJobs", err)
+	}
+	var jobs map[string]any
+	if err := json.Unmarshal([]byte(raw), &jobs); err != nil {
+		d.t.Fatalf("%s: benchmarkJobs is not JSON: %v", d.name, err)
+	}
+	kubeconfig, err := d.env.Server.AdminKubeconfig()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	for _, pool := range d.spec.Pools {
+		list, ok := jobs[pool.Name]
+		if !ok {
+			d.t.Errorf("%s: benchmarkJobs has no pool %s", d.name, pool.Name)
+			continue
+		}
+		b, _ := json.Marshal(list)
+		if out, err := d.env.Run(ctx, bytes.NewReader(b), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"); err != nil {
+			d.t.Errorf("%s: kubectl apply of pool %s's benchmark jobs: %v\n%s", d.name, pool.Name, err, out)
+		}
+	}
+}
+
+// checkExpire: `gpucluster expire --in 8h` on the stack file, then `pulumi preview --diff` and
+// `pulumi up`: the only changes are the expiry's own resources (nothing else may be updated, let
+// alone replaced, because a running stack is given an end).
+func (d *deployment) checkExpire(ctx context.Context) {
+	if _, err := d.env.Run(ctx, nil, "gpucluster", "expire", "--config", d.env.StackFile(d.name), "--in", "8h"); err != nil {
+		d.fail("gpucluster expire", err)
+	}
+	d.onlyExpiry("pulumi preview --diff", func(ch chan<- events.EngineEvent) error {
+		_, err := d.stack.Preview(ctx, optpreview.Diff(), optpreview.EventStreams(ch), optpreview.ProgressStreams(&d.log))
+		return err
+	})
+	d.onlyExpiry("pulumi up", func(ch chan<- events.EngineEvent) error {
+		_, err := d.stack.Up(ctx, optup.EventStreams(ch), optup.ProgressStreams(&d.log))
+		return err
+	})
+}
+
+// onlyExpiry runs an operation and checks that every step it takes that is not "same" is one of
+// the expiry's resources, and that there is at least one.
+func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) error) {
+	ch := make(chan events.EngineEvent)
+	var steps []string
+	done := make(chan struct{})
+	go func() {
+		for ev := range ch {
+			if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Metadata.Op != "same" {
+				steps = append(steps, string(ev.ResourcePreEvent.Metadata.Op)+" "+ev.ResourcePreEvent.Metadata.URN)
+			}
+		}
+		close(done)
+	}()
+	if err := op(ch); err != nil {
+		d.fail(what+" after gpucluster expire", err)
+	}
+	<-done
+	expiry := 0
+	for _, s := range steps {
+		if strings.Contains(s, "gpucluster:index:Expiry") {
+			expiry++
+			continue
+		}
+		d.t.Errorf("%s: after gpucluster expire, %s also does: %s", d.name, what, s)
+	}
+	if expiry == 0 {
+		d.t.Errorf("%s: after gpucluster expire, %s does nothing to an expiry resource", d.name, what)
+	}
+}
+
+// checkDestroyOrder reads the order of the doubles' Delete calls: every resource a rule names as
+// a user (internal/destroyorder) was deleted before every resource it needs.
+func (d *deployment) checkDestroyOrder(calls []record.Call) {
+	at := map[string]int{}
+	var deleted []string
+	for _, c := range calls {
+		if c.Op == "delete" {
+			at[c.URN] = len(deleted)
+			deleted = append(deleted, c.URN)
+		}
+	}
+	res := func(urn string) destroyorder.Resource {
+		u := resource.URN(urn)
+		return destroyorder.Resource{Type: string(u.Type()), Name: u.Name()}
+	}
+	for _, rule := range destroyorder.Rules(d.spec) {
+		users := 0
+		for _, u := range deleted {
+			if !rule.IsUser(res(u)) {
+				continue
+			}
+			users++
+			needed := 0
+			for _, x := range deleted {
+				if !rule.Need(res(x)) {
+					continue
+				}
+				needed++
+				if at[x] < at[u] {
+					d.t.Errorf("%s: destroy deleted %s (%s) before %s, which needs it until its instances are gone", d.name, res(x).Name, rule.What, res(u).Name)
+				}
+			}
+			if needed == 0 {
+				d.t.Errorf("%s: destroy deleted no %s after %s", d.name, rule.What, res(u).Name)
+			}
+		}
+		if users == 0 {
+			d.t.Errorf("%s: destroy deleted nothing the rule on the %s applies to", d.name, rule.What)
+		}
+	}
+}
+
+// checkNothingLeft: the state is empty, and every resource a double created was deleted.
+func (d *deployment) checkNothingLeft(ctx context.Context, calls []record.Call) {
+	state, err := d.stack.Export(ctx)
+	if err != nil {
+		d.fail("pulumi stack export", err)
+	}
+	var dep struct {
+		Resources []struct {
+			URN string `json:"urn"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(state.Deployment, &dep); err != nil {
+		d.t.Fatal(err)
+	}
+	for _, r := range dep.Resources {
+		d.t.Errorf("%s: left in the state after destroy: %s", d.name, r.URN)
+	}
+	live := map[string]bool{}
+	for _, c := range calls {
+		switch {
+		case c.Error != "":
+		case c.Op == "create":
+			live[c.URN] = true
+		case c.Op == "delete":
+			delete(live, c.URN)
+		}
+	}
+	for urn := range live {
+		d.t.Errorf("%s: created and never deleted: %s", d.name, urn)
+	}
+}
+
+func count(m *map[string]int, op string) int { return deref(m)[op] }
+
+func deref(m *map[string]int) map[string]int {
+	if m == nil {
+		return nil
+	}
+	return *m
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

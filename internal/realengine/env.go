@@ -136,6 +136,10 @@ func copyFile(from, to string) error {
 	return os.WriteFile(to, b, 0o644)
 }
 
+// SetEnv sets a variable of the environment the CLI, its plugins and the doubles run in; it
+// applies to stacks selected afterwards.
+func (e *Env) SetEnv(key, value string) { e.vars[key] = value }
+
 // StackFile is the workspace's copy of a stack's file.
 func (e *Env) StackFile(stack string) string {
 	return filepath.Join(e.Work, "stacks", "Pulumi."+stack+".yaml")

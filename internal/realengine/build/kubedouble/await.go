@@ -62,9 +62,15 @@ func (c *cluster) poll(ctx context.Context, obj *unstructured.Unstructured, done
 
 // deploymentScheduled: every replica of the Deployment has a pod the scheduler placed.
 func (c *cluster) deploymentScheduled(ctx context.Context, obj *unstructured.Unstructured) (bool, string, error) {
-	replicas, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if !found {
-		replicas = 1
+	// Engine values are JSON numbers (float64), which NestedInt64 would not read.
+	replicas := int64(1)
+	if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); found {
+		switch n := v.(type) {
+		case float64:
+			replicas = int64(n)
+		case int64:
+			replicas = n
+		}
 	}
 	matchLabels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "selector", "matchLabels")
 	pods, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(obj.GetNamespace()).

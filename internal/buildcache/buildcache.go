@@ -59,34 +59,45 @@ func Binary(b Build) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(cache, b.Name+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	return out, Once(out, func(tmp string) error {
+		args := []string{"build", "-trimpath", "-o", tmp}
+		if b.LDFlags != "" {
+			args = append(args, "-ldflags", b.LDFlags)
+		}
+		cmd := exec.Command("go", append(args, b.Package)...)
+		cmd.Dir = b.Dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s in %s (go %v): %v\n%s", b.Name, b.Dir, cmd.Args[1:], err, msg)
+		}
+		return nil
+	})
+}
+
+// Once makes out (a file or a directory) unless it exists: make writes it to a temporary path,
+// which is then renamed to out. One process at a time (a lock file beside out): test packages run
+// in parallel, and making the same thing twice at once would double the cold start of each.
+func Once(out string, make func(tmp string) error) error {
 	if _, err := os.Stat(out); err == nil {
-		return out, nil
+		return nil
 	}
-	// One build at a time: test packages run in parallel, and building the same binary twice
-	// at once would double the cold start of every one of them.
-	lock, err := os.OpenFile(filepath.Join(cache, b.Name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
+		return err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(out); err == nil { // built by another process while we waited
-		return out, nil
+	if _, err := os.Stat(out); err == nil { // made by another process while we waited
+		return nil
 	}
 	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
-	args := []string{"build", "-trimpath", "-o", tmp}
-	if b.LDFlags != "" {
-		args = append(args, "-ldflags", b.LDFlags)
+	if err := make(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return err
 	}
-	cmd := exec.Command("go", append(args, b.Package)...)
-	cmd.Dir = b.Dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s in %s (go %v): %v\n%s", b.Name, b.Dir, cmd.Args[1:], err, msg)
-	}
-	// Rename is atomic: concurrent test processes that built the same binary agree on it.
-	return out, os.Rename(tmp, out)
+	// Rename is atomic: concurrent test processes that made the same thing agree on it.
+	return os.Rename(tmp, out)
 }

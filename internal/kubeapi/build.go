@@ -31,6 +31,10 @@ func buildDir(name string) string {
 	return filepath.Join(filepath.Dir(file), "build", name)
 }
 
+// Binary returns the cached binary of a build module (internal/buildcache), building it first
+// when needed.
+func Binary(name string) (string, error) { return binary(name) }
+
 // binary returns the cached binary of a build module (internal/buildcache).
 func binary(name string) (string, error) {
 	b := buildcache.Build{Name: name, Dir: buildDir(name), Package: "."}

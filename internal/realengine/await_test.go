@@ -23,6 +23,7 @@ import (
 // provider's await does when a Deployment's pods cannot all be placed (here two replicas with a
 // required anti-affinity per host, on one system node), and names the scheduler's reason.
 func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
+	t.Parallel()
 	spec := topology.StackSpec{Stack: "await"}
 	spec.Cluster.SystemNodes.Count = 1
 	spec.Cluster.SystemNodes.InstanceType = "m7i.large"

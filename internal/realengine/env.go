@@ -1,3 +1,12 @@
+// Package realengine runs the gpucluster program through the real Pulumi CLI and engine, as
+// close to `pulumi up -s <stack>` as a machine without AWS allows: the Pulumi CLI v3.259.0 built
+// from the module proxy, the program inline through the Automation API (the project's own
+// Pulumi.yaml and stack files), a file backend with the passphrase secrets provider, the real
+// pulumi-eks v2.8.1 component provider from npm run by Node.js, and test doubles of the aws and
+// kubernetes providers (whose real binaries are not served here): the aws double answers from
+// internal/fakecloud, the kubernetes double applies every object to a real kube-apiserver with the
+// real scheduler and controllers (internal/kubeapi). Both record every call the engine makes.
+// The programs are built by the tools package.
 package realengine
 
 import (
@@ -9,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -19,7 +29,14 @@ import (
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
+	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
+
+// repoRoot is the repository root (go.mod).
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
 
 // Project is the Pulumi project (Pulumi.yaml).
 const Project = "gpucluster"
@@ -32,7 +49,7 @@ const Passphrase = "gpucluster-real-engine-test"
 // file backend, PULUMI_HOME, the record of the doubles' calls, and the API server the kubernetes
 // double applies to.
 type Env struct {
-	Tools   *Tools
+	Tools   *tools.Tools
 	Server  *kubeapi.Server
 	Work    string // the project copy: Pulumi.yaml, stacks/
 	Record  string
@@ -43,8 +60,8 @@ type Env struct {
 }
 
 // NewEnv makes a workspace under root for the project at projectDir.
-func NewEnv(root, projectDir string, tools *Tools, server *kubeapi.Server, log io.Writer) (*Env, error) {
-	e := &Env{Tools: tools, Server: server, Work: filepath.Join(root, "project"), Record: filepath.Join(root, "calls.jsonl"),
+func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server, log io.Writer) (*Env, error) {
+	e := &Env{Tools: tl, Server: server, Work: filepath.Join(root, "project"), Record: filepath.Join(root, "calls.jsonl"),
 		home: filepath.Join(root, "pulumi-home"), backend: filepath.Join(root, "state"), Log: log}
 	// Pulumi.yaml's main (infra) must exist even though the program runs inline, from this
 	// process: the CLI checks the directory before it hands over to the program.
@@ -90,7 +107,7 @@ func NewEnv(root, projectDir string, tools *Tools, server *kubeapi.Server, log i
 		return nil, err
 	}
 	e.vars = map[string]string{
-		"PATH":                     tools.Bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH":                     tl.Bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"PULUMI_BACKEND_URL":       "file://" + e.backend,
 		"PULUMI_CONFIG_PASSPHRASE": Passphrase,
 		"PULUMI_SKIP_UPDATE_CHECK": "true",
@@ -113,7 +130,7 @@ func NewEnv(root, projectDir string, tools *Tools, server *kubeapi.Server, log i
 // versions the program asks the engine for, which the doubles report.
 func providerVersions() (aws, k8s string, err error) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/pulumi/pulumi-aws/sdk/v6", "github.com/pulumi/pulumi-kubernetes/sdk/v4")
-	cmd.Dir = filepath.Join(dir(), "..", "..")
+	cmd.Dir = repoRoot()
 	out, err := cmd.Output()
 	if err != nil {
 		return "", "", fmt.Errorf("reading the provider SDK versions from go.mod: %v", err)

@@ -15,6 +15,7 @@ import (
 // encrypted in the stack file by the real CLI, reaches the program decrypted, and makes every
 // stack output secret.
 func TestRealEngineSecretConfig(t *testing.T) {
+	t.Parallel()
 	d := deploy(t, "dev")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -58,6 +59,7 @@ func TestRealEngineSecretConfig(t *testing.T) {
 // creating) and run again converges: the second up completes, a third changes nothing, and
 // destroy leaves nothing, including anything the killed run created.
 func TestRealEngineInterruptedUp(t *testing.T) {
+	t.Parallel()
 	d := deploy(t, "dev")
 	killed, kill := context.WithCancel(context.Background())
 	go func() {

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
-	"github.com/gpucluster/gpucluster/internal/realengine"
+	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
 
 // tools are built once, before the tests and their timeout start (cold: the Pulumi CLI and the
 // kubernetes double are minutes on two cores).
 var (
-	tools    *realengine.Tools
-	toolsErr error
+	prepared   *tools.Tools
+	prepareErr error
 )
 
 func TestMain(m *testing.M) {
@@ -25,16 +25,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	tools, toolsErr = realengine.Prepare(root)
+	prepared, prepareErr = tools.Prepare(root)
 	code := m.Run()
 	os.RemoveAll(root)
 	os.Exit(code)
 }
 
-func needTools(t *testing.T) *realengine.Tools {
+func needTools(t *testing.T) *tools.Tools {
 	t.Helper()
-	if toolsErr != nil {
-		t.Fatalf("preparing the real engine: %v", toolsErr)
+	if prepareErr != nil {
+		t.Fatalf("preparing the real engine: %v", prepareErr)
 	}
-	return tools
+	return prepared
 }

@@ -121,8 +121,10 @@ func (d *deployment) calls() []record.Call {
 // it; a preview and an up after `gpucluster expire` that change only the expiry; destroy, in an
 // order where every GPU pool goes before what it needs (the doubles' record), leaving nothing.
 func TestRealEngineStacks(t *testing.T) {
+	t.Parallel()
 	for _, name := range stackNames(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each stack has its own API server and workspace
 			d := deploy(t, name)
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()

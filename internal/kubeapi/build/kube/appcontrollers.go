@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -27,57 +25,40 @@ import (
 // starts it (cmd/kube-controller-manager/app/apps.go and core.go) with its default concurrency,
 // without the rest of the controller manager; and the kubelet's last step of a pod deletion.
 func newAppControllersCommand() *cobra.Command {
-	var kubeconfig string
-	cmd := &cobra.Command{
-		Use: "kube-app-controllers",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			// The namespace controller makes many discovery and delete calls; the controller
-			// manager raises its rate limits as here (startNamespaceController).
-			nsCfg := *cfg
-			nsCfg.QPS, nsCfg.Burst = 20*5, 100*10
-			nsClient, err := kubernetes.NewForConfig(&nsCfg)
-			if err != nil {
-				return err
-			}
-			meta, err := metadata.NewForConfig(&nsCfg)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			factory := informers.NewSharedInformerFactory(client, 0)
-			dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(),
-				factory.Core().V1().Pods(), client)
-			if err != nil {
-				return err
-			}
-			rc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client, replicaset.BurstReplicas)
-			nc := namespacecontroller.NewNamespaceController(ctx, nsClient, meta, nsClient.Discovery().ServerPreferredNamespacedResources,
-				factory.Core().V1().Namespaces(), 5*time.Minute, v1.FinalizerKubernetes)
-			sc, err := serviceaccountcontroller.NewServiceAccountsController(factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(),
-				client, serviceaccountcontroller.DefaultServiceAccountsControllerOptions())
-			if err != nil {
-				return err
-			}
-			finishPodDeletions(ctx, client, factory)
-			factory.Start(ctx.Done())
-			go dc.Run(ctx, 5)
-			go rc.Run(ctx, 5)
-			go nc.Run(ctx, 10)
-			sc.Run(ctx, 1)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
-	return cmd
+	return controllerCommand("kube-app-controllers", func(ctx context.Context, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
+		// The namespace controller makes many discovery and delete calls; the controller
+		// manager raises its rate limits as here (startNamespaceController).
+		nsCfg := *cfg
+		nsCfg.QPS, nsCfg.Burst = 20*5, 100*10
+		nsClient, err := kubernetes.NewForConfig(&nsCfg)
+		if err != nil {
+			return err
+		}
+		meta, err := metadata.NewForConfig(&nsCfg)
+		if err != nil {
+			return err
+		}
+		dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(),
+			factory.Core().V1().Pods(), client)
+		if err != nil {
+			return err
+		}
+		rc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client, replicaset.BurstReplicas)
+		nc := namespacecontroller.NewNamespaceController(ctx, nsClient, meta, nsClient.Discovery().ServerPreferredNamespacedResources,
+			factory.Core().V1().Namespaces(), 5*time.Minute, v1.FinalizerKubernetes)
+		sc, err := serviceaccountcontroller.NewServiceAccountsController(factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(),
+			client, serviceaccountcontroller.DefaultServiceAccountsControllerOptions())
+		if err != nil {
+			return err
+		}
+		finishPodDeletions(ctx, client, factory)
+		factory.Start(ctx.Done())
+		go dc.Run(ctx, 5)
+		go rc.Run(ctx, 5)
+		go nc.Run(ctx, 10)
+		sc.Run(ctx, 1)
+		return nil
+	})
 }
 
 // finishPodDeletions does the one thing of a kubelet the harness needs: once a pod bound to a

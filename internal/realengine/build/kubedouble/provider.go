@@ -307,15 +307,7 @@ func (p *kubeProvider) Create(ctx context.Context, req *pulumirpc.CreateRequest)
 	if req.GetPreview() {
 		return &pulumirpc.CreateResponse{Properties: req.GetProperties()}, nil
 	}
-	news, err := unmarshal(req.GetProperties())
-	if err != nil {
-		return nil, err
-	}
-	live, id, err := p.applyAndAwait(ctx, "create", req.GetUrn(), news)
-	if err != nil {
-		return nil, err
-	}
-	props, err := state(live)
+	id, props, err := p.applyAndAwait(ctx, "create", req.GetUrn(), req.GetProperties())
 	return &pulumirpc.CreateResponse{Id: id, Properties: props}, err
 }
 
@@ -323,19 +315,25 @@ func (p *kubeProvider) Update(ctx context.Context, req *pulumirpc.UpdateRequest)
 	if req.GetPreview() {
 		return &pulumirpc.UpdateResponse{Properties: req.GetNews()}, nil
 	}
-	news, err := unmarshal(req.GetNews())
-	if err != nil {
-		return nil, err
-	}
-	live, _, err := p.applyAndAwait(ctx, "update", req.GetUrn(), news)
-	if err != nil {
-		return nil, err
-	}
-	props, err := state(live)
+	_, props, err := p.applyAndAwait(ctx, "update", req.GetUrn(), req.GetNews())
 	return &pulumirpc.UpdateResponse{Properties: props}, err
 }
 
-func (p *kubeProvider) applyAndAwait(ctx context.Context, op, urn string, news resource.PropertyMap) (*unstructured.Unstructured, string, error) {
+// applyAndAwait applies an object, awaits it and returns its id and state (the live object).
+func (p *kubeProvider) applyAndAwait(ctx context.Context, op, urn string, inputs *structpb.Struct) (string, *structpb.Struct, error) {
+	live, id, err := p.applyLive(ctx, op, urn, inputs)
+	if err != nil {
+		return "", nil, err
+	}
+	props, err := state(live)
+	return id, props, err
+}
+
+func (p *kubeProvider) applyLive(ctx context.Context, op, urn string, inputs *structpb.Struct) (*unstructured.Unstructured, string, error) {
+	news, err := unmarshal(inputs)
+	if err != nil {
+		return nil, "", err
+	}
 	c, err := p.connected()
 	if err != nil {
 		return nil, "", err

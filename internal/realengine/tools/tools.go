@@ -1,12 +1,8 @@
-// Package realengine runs the gpucluster program through the real Pulumi CLI and engine, as
-// close to `pulumi up -s <stack>` as a machine without AWS allows: the Pulumi CLI v3.259.0 built
-// from the module proxy, the program inline through the Automation API (the project's own
-// Pulumi.yaml and stack files), a file backend with the passphrase secrets provider, the real
-// pulumi-eks v2.8.1 component provider from npm run by Node.js, and test doubles of the aws and
-// kubernetes providers (whose real binaries are not served here): the aws double answers from
-// internal/fakecloud, the kubernetes double applies every object to a real kube-apiserver with the
-// real scheduler and controllers (internal/kubeapi). Both record every call the engine makes.
-package realengine
+// Package tools builds and installs the programs the real-engine tests (internal/realengine) run:
+// the Pulumi CLI, the provider doubles, pulumi-eks's provider from npm, and gpucluster. It
+// imports nothing heavy, so that the packages under internal/prebuild, which build each tool once
+// early in `go test ./...`, compile in seconds.
+package tools
 
 import (
 	"crypto/sha256"
@@ -16,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 
 	"github.com/gpucluster/gpucluster/internal/buildcache"
 	"github.com/gpucluster/gpucluster/internal/preflight"
@@ -25,10 +20,24 @@ import (
 // PulumiVersion is the Pulumi CLI the tests build (build/pulumi/go.mod pins the same module).
 const PulumiVersion = "v" + preflight.TestedPulumiVersion
 
-// dir is this package's directory.
+// dir is the realengine package's directory, where the build modules and the npm lock live.
 func dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
+	return filepath.Join(filepath.Dir(file), "..")
+}
+
+// PulumiCLI is the cached Pulumi CLI, built once per machine from build/pulumi.
+func PulumiCLI() (string, error) {
+	return buildcache.Binary(buildcache.Build{Name: "pulumi", Dir: filepath.Join(dir(), "build", "pulumi"),
+		Package: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+		// The Automation API refuses a CLI that does not know its version.
+		LDFlags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=" + PulumiVersion})
+}
+
+// KubeDouble is the cached kubernetes provider double, built once per machine from
+// build/kubedouble.
+func KubeDouble() (string, error) {
+	return buildcache.Binary(buildcache.Build{Name: "kubedouble", Dir: filepath.Join(dir(), "build", "kubedouble"), Package: "."})
 }
 
 // Tools are the programs the real engine runs, in one directory that goes first on PATH:
@@ -61,14 +70,11 @@ func Prepare(root string) (*Tools, error) {
 	if err := os.MkdirAll(t.Bin, 0o755); err != nil {
 		return nil, err
 	}
-	cli, err := buildcache.Binary(buildcache.Build{Name: "pulumi", Dir: filepath.Join(dir(), "build", "pulumi"),
-		Package: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
-		// The Automation API refuses a CLI that does not know its version.
-		LDFlags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=" + PulumiVersion})
+	cli, err := PulumiCLI()
 	if err != nil {
 		return nil, err
 	}
-	kube, err := buildcache.Binary(buildcache.Build{Name: "kubedouble", Dir: filepath.Join(dir(), "build", "kubedouble"), Package: "."})
+	kube, err := KubeDouble()
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +93,7 @@ func Prepare(root string) (*Tools, error) {
 			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)
 		}
 	}
-	eks, err := eksProvider()
+	eks, err := EKSProvider()
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +114,9 @@ func Prepare(root string) (*Tools, error) {
 	return t, nil
 }
 
-// eksProvider installs @pulumi/eks from the committed package-lock.json (npm ci, no install
+// EKSProvider installs @pulumi/eks from the committed package-lock.json (npm ci, no install
 // scripts: @pulumi/kubernetes' would download a plugin) into the cache, once per lock file.
-func eksProvider() (string, error) {
+func EKSProvider() (string, error) {
 	src := filepath.Join(dir(), "eksprovider")
 	h := sha256.New()
 	for _, f := range []string{"package.json", "package-lock.json"} {
@@ -125,36 +131,21 @@ func eksProvider() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(cache, "eksprovider-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(filepath.Join(out, "node_modules")); err == nil {
-		return out, nil
-	}
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(filepath.Join(out, "node_modules")); err == nil {
-		return out, nil
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, _ := os.ReadFile(filepath.Join(src, f))
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-			return "", err
+	return out, buildcache.Once(out, func(tmp string) error {
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return err
 		}
-	}
-	npm := exec.Command("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-	npm.Dir = tmp
-	if msg, err := npm.CombinedOutput(); err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("installing @pulumi/eks (npm ci in %s): %v\n%s", tmp, err, msg)
-	}
-	return out, os.Rename(tmp, out)
+		for _, f := range []string{"package.json", "package-lock.json"} {
+			b, _ := os.ReadFile(filepath.Join(src, f))
+			if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+				return err
+			}
+		}
+		npm := exec.Command("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+		npm.Dir = tmp
+		if msg, err := npm.CombinedOutput(); err != nil {
+			return fmt.Errorf("installing @pulumi/eks (npm ci in %s): %v\n%s", tmp, err, msg)
+		}
+		return nil
+	})
 }

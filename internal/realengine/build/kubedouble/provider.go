@@ -359,16 +359,22 @@ func (p *kubeProvider) applyLive(ctx context.Context, op, urn string, inputs *st
 	return live, id, nil
 }
 
-func (p *kubeProvider) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
+// target is the cluster and the object a resource's state names.
+func (p *kubeProvider) target(state *structpb.Struct) (*cluster, *unstructured.Unstructured, error) {
 	c, err := p.connected()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	props, err := unmarshal(req.GetProperties())
+	props, err := unmarshal(state)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	obj, err := object(props)
+	return c, obj, err
+}
+
+func (p *kubeProvider) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
+	c, obj, err := p.target(req.GetProperties())
 	if err != nil {
 		return nil, err
 	}
@@ -385,15 +391,7 @@ func (p *kubeProvider) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*p
 }
 
 func (p *kubeProvider) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
-	c, err := p.connected()
-	if err != nil {
-		return nil, err
-	}
-	props, err := unmarshal(req.GetProperties())
-	if err != nil {
-		return nil, err
-	}
-	obj, err := object(props)
+	c, obj, err := p.target(req.GetProperties())
 	if err != nil {
 		return nil, err
 	}

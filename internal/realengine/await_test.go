@@ -33,7 +33,7 @@ func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	env, err := realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server, &log)
+	env, err := realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server)
 	if err != nil {
 		t.Fatal(err)
 	}

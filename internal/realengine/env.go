@@ -56,13 +56,12 @@ type Env struct {
 	home    string
 	backend string
 	vars    map[string]string
-	Log     io.Writer
 }
 
 // NewEnv makes a workspace under root for the project at projectDir.
-func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server, log io.Writer) (*Env, error) {
+func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*Env, error) {
 	e := &Env{Tools: tl, Server: server, Work: filepath.Join(root, "project"), Record: filepath.Join(root, "calls.jsonl"),
-		home: filepath.Join(root, "pulumi-home"), backend: filepath.Join(root, "state"), Log: log}
+		home: filepath.Join(root, "pulumi-home"), backend: filepath.Join(root, "state")}
 	// Pulumi.yaml's main (infra) must exist even though the program runs inline, from this
 	// process: the CLI checks the directory before it hands over to the program.
 	for _, d := range []string{filepath.Join(e.Work, "stacks"), filepath.Join(e.Work, "infra"), e.home, e.backend} {

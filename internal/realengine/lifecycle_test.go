@@ -2,6 +2,7 @@ package realengine_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -93,4 +94,9 @@ func TestRealEngineInterruptedUp(t *testing.T) {
 		d.fail("pulumi destroy", err)
 	}
 	d.checkNothingLeft(ctx, d.calls())
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -1,7 +1,6 @@
 package realengine_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,9 +31,4 @@ func documentedOutputs(t *testing.T) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func jsonText(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -93,7 +93,7 @@ func deploy(t *testing.T, name string) *deployment {
 	}
 	d := &deployment{t: t, name: name, spec: spec}
 	server := startCluster(t, spec)
-	if d.env, err = realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server, &d.log); err != nil {
+	if d.env, err = realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server); err != nil {
 		t.Fatal(err)
 	}
 	if d.stack, err = d.env.Stack(context.Background(), name, program.RunEngine(d.env.StackFile(name))); err != nil {

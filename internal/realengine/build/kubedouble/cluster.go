@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -197,9 +195,7 @@ func (c *cluster) serverVersion() (string, error) {
 	return v.GitVersion, nil
 }
 
-var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-
 func isKind(obj *unstructured.Unstructured, group, kind string) bool {
 	gvk := obj.GroupVersionKind()
-	return gvk.Group == group && gvk.Kind == kind && !strings.HasSuffix(kind, "List")
+	return gvk.Group == group && gvk.Kind == kind
 }

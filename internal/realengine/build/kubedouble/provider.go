@@ -31,7 +31,6 @@ type kubeProvider struct {
 
 	mu      sync.Mutex
 	cluster *cluster // nil until configured with a known kubeconfig
-	config  string   // the kubeconfig it was configured with
 }
 
 func newProvider(host *provider.HostClient) (*kubeProvider, error) {
@@ -118,11 +117,7 @@ func kubeconfigOf(m resource.PropertyMap) (string, bool) {
 // DiffConfig replaces the provider (and so every object it manages) when the cluster it points
 // to changes or is not yet known, as the real provider does; any other change is an update.
 func (p *kubeProvider) DiffConfig(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
-	olds, err := unmarshal(req.GetOldInputs())
-	if err != nil {
-		return nil, err
-	}
-	news, err := unmarshal(req.GetNews())
+	olds, news, err := diffInputs(req)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +132,15 @@ func (p *kubeProvider) DiffConfig(_ context.Context, req *pulumirpc.DiffRequest)
 		resp.Replaces = []string{"kubeconfig"}
 	}
 	return resp, nil
+}
+
+// diffInputs are a diff's old and new inputs.
+func diffInputs(req *pulumirpc.DiffRequest) (olds, news resource.PropertyMap, err error) {
+	if olds, err = unmarshal(req.GetOldInputs()); err != nil {
+		return nil, nil, err
+	}
+	news, err = unmarshal(req.GetNews())
+	return olds, news, err
 }
 
 // serverOf is the API server of a kubeconfig's current context, or "".
@@ -177,7 +181,7 @@ func (p *kubeProvider) Configure(_ context.Context, req *pulumirpc.ConfigureRequ
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes double: %w", err)
 		}
-		p.cluster, p.config = c, cfg
+		p.cluster = c
 	}
 	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true, AcceptResources: true, AcceptOutputs: true}, nil
 }
@@ -263,11 +267,7 @@ func at(m map[string]any, path []string) any {
 }
 
 func (p *kubeProvider) Diff(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc.DiffResponse, error) {
-	olds, err := unmarshal(req.GetOldInputs())
-	if err != nil {
-		return nil, err
-	}
-	news, err := unmarshal(req.GetNews())
+	olds, news, err := diffInputs(req)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ func newLaunchTemplate(ctx *pulumi.Context, name, base string, spec topology.Poo
 	if spec.AMI.Family == topology.AMICustom {
 		lt.ImageId = pulumi.String(spec.AMI.ID)
 	}
+	if spec.Capacity.InstanceTypeInLaunchTemplate {
+		lt.InstanceType = pulumi.String(spec.Instance.Name)
+	}
 	switch spec.Capacity.Type {
 	case topology.CapacityODCR:
 		lt.CapacityReservationSpecification = reservationTarget(spec.Capacity.ReservationID)

@@ -173,13 +173,17 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 	for _, t := range spec.Taints {
 		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(taintEffect[t.Effect])})
 	}
+	var instanceTypes pulumi.StringArrayInput = pulumi.StringArray{pulumi.String(spec.Instance.Name)}
+	if spec.Capacity.InstanceTypeInLaunchTemplate {
+		instanceTypes = nil // the launch template names it; EKS refuses both
+	}
 	return awseks.NewNodeGroup(ctx, name, &awseks.NodeGroupArgs{
 		ClusterName:   args.ClusterName,
 		NodeGroupName: pulumi.String(base),
 		NodeRoleArn:   args.NodeRoleARN,
 		SubnetIds:     args.SubnetIDs,
 		AmiType:       pulumi.String(amiType),
-		InstanceTypes: pulumi.StringArray{pulumi.String(spec.Instance.Name)},
+		InstanceTypes: instanceTypes,
 		CapacityType:  pulumi.String(capacity),
 		ScalingConfig: awseks.NodeGroupScalingConfigArgs{
 			MinSize: pulumi.Int(spec.Scaling.MinNodes), MaxSize: pulumi.Int(spec.Scaling.MaxNodes), DesiredSize: pulumi.Int(spec.Scaling.DesiredNodes),

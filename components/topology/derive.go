@@ -43,7 +43,8 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 		Scaling:           Scaling{MinNodes: p.MinNodes, MaxNodes: p.MaxNodes, DesiredNodes: max(p.MinNodes, 1), GPULimit: p.MaxNodes * it.GPUCount},
 		AvailabilityZones: append([]string{}, p.AvailabilityZones...),
 		Capacity: CapacitySpec{Type: p.Capacity, ReservationID: p.CapacityReservationID,
-			NodeGroupType: nodeGroupCapacityType[p.Capacity], KarpenterType: karpenterCapacityType[p.Capacity]},
+			NodeGroupType: nodeGroupCapacityType[p.Capacity], KarpenterType: karpenterCapacityType[p.Capacity],
+			InstanceTypeInLaunchTemplate: p.Capacity == CapacityCapacityBlock},
 		AMI:     deriveAMI(p),
 		Storage: deriveStorage(p.AMIFamily),
 		Network: NetworkSpec{

@@ -88,6 +88,12 @@ type CapacitySpec struct {
 	// API (capacityType) and of Karpenter (karpenter.sh/capacity-type).
 	NodeGroupType string `json:"nodeGroupType"`
 	KarpenterType string `json:"karpenterType"`
+	// InstanceTypeInLaunchTemplate: the instance type goes in the launch template and the managed
+	// node group lists none. EKS requires it for Capacity Blocks (EKS UG "Create a managed node
+	// group with Capacity Blocks for ML": the launch template names the instance type, the
+	// capacity-block market type and the reservation; the node group "must not" name instance
+	// types); every other pool lists its type on the node group, as EKS recommends.
+	InstanceTypeInLaunchTemplate bool `json:"instanceTypeInLaunchTemplate"`
 }
 
 // AMISpec is the node image.

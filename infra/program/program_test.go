@@ -355,8 +355,14 @@ func checkNodeGroup(t *testing.T, ev *evaluation, pool topology.PoolSpec, ng, lt
 		scaling["desiredSize"] != float64(pool.Scaling.DesiredNodes) {
 		t.Errorf("scaling %v, spec %+v", scaling, pool.Scaling)
 	}
-	if str(ng.Input("instanceTypes")) != str([]any{pool.Instance.Name}) {
-		t.Errorf("instance types %v", ng.Input("instanceTypes"))
+	// A Capacity Block's type is in the launch template and nowhere else (EKS refuses both).
+	if pool.Capacity.Type == topology.CapacityCapacityBlock {
+		if ng.Input("instanceTypes") != nil || lt.Input("instanceType") != pool.Instance.Name {
+			t.Errorf("capacity block: node group instance types %v, launch template instance type %v; want none and %s",
+				ng.Input("instanceTypes"), lt.Input("instanceType"), pool.Instance.Name)
+		}
+	} else if str(ng.Input("instanceTypes")) != str([]any{pool.Instance.Name}) || lt.Input("instanceType") != nil {
+		t.Errorf("instance types %v, launch template instance type %v", ng.Input("instanceTypes"), lt.Input("instanceType"))
 	}
 	if ng.Input("launchTemplate").(map[string]any)["id"] != lt.ID {
 		t.Errorf("node group does not use the pool's launch template")

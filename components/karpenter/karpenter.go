@@ -35,7 +35,9 @@ type Args struct {
 	ClusterName pulumi.StringOutput
 	Cluster     string
 	Region      string
-	Tags        map[string]string
+	// Replicas is the number of controllers (topology.SystemNodes.KarpenterReplicas).
+	Replicas int
+	Tags     map[string]string
 	// K8s is the Kubernetes provider bound to the cluster.
 	K8s pulumi.ProviderResource
 	// Needs are what the controller needs, outside this component, to terminate its instances
@@ -55,16 +57,18 @@ type Controller struct {
 	// (and Karpenter terminates their instances) before the controller goes.
 	Chart *helmv4.Chart
 	// Keeps are what Karpenter's pools need until their instances are gone, besides the chart:
-	// the controller's permissions and the node role's policy attachments.
+	// the controller's permissions, the node role's policy attachments and its access entry.
 	Keeps []pulumi.Resource
 }
 
 // interruptionEvents are the EventBridge events Karpenter reacts to before AWS takes a node.
+// Rules are named "<cluster>-karpenter-<name>": names short enough for EventBridge's 64
+// characters with the longest cluster name (Pulumi would refuse longer auto-names).
 var interruptionEvents = []struct{ name, source, detailType string }{
-	{"scheduled-change", "aws.health", "AWS Health Event"},
-	{"spot-interruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
+	{"health", "aws.health", "AWS Health Event"},
+	{"spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
 	{"rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
-	{"instance-state-change", "aws.ec2", "EC2 Instance State-change Notification"},
+	{"state-change", "aws.ec2", "EC2 Instance State-change Notification"},
 }
 
 // New installs the controller.
@@ -94,6 +98,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	for _, ev := range interruptionEvents {
 		pattern := fmt.Sprintf(`{"source":[%q],"detail-type":[%q]}`, ev.source, ev.detailType)
 		rule, err := cloudwatch.NewEventRule(ctx, name+"-"+ev.name, &cloudwatch.EventRuleArgs{
+			Name:        pulumi.String(args.Cluster + "-karpenter-" + ev.name),
 			Description: pulumi.String("Karpenter interruption handling for " + args.Cluster), EventPattern: pulumi.String(pattern), Tags: tags,
 		}, child)
 		if err != nil {
@@ -123,11 +128,15 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	for _, a := range attachments {
 		c.Keeps = append(c.Keeps, a)
 	}
-	if _, err := awseks.NewAccessEntry(ctx, name+"-node", &awseks.AccessEntryArgs{
+	// Kept until the pools' instances are gone: a draining node's kubelet still authenticates
+	// with the node role, and without its entry the node goes NotReady mid-drain.
+	entry, err := awseks.NewAccessEntry(ctx, name+"-node", &awseks.AccessEntryArgs{
 		ClusterName: args.ClusterName, PrincipalArn: nodeRole.Arn, Type: pulumi.String("EC2_LINUX"), Tags: tags,
-	}, child); err != nil {
+	}, child)
+	if err != nil {
 		return nil, err
 	}
+	c.Keeps = append(c.Keeps, entry)
 
 	role, err := iam.NewRole(ctx, name+"-controller", &iam.RoleArgs{
 		Name: pulumi.String(args.Cluster + "-karpenter"), AssumeRolePolicy: pulumi.String(podIdentityTrust().String()), Tags: tags,
@@ -166,6 +175,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		Values: pulumi.Map{
 			"settings":       pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name},
 			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
+			"replicas":       pulumi.Int(args.Replicas),
 			// The controller runs on the system nodes: never on a node it manages.
 			"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)},
 			"controller": pulumi.Map{"resources": pulumi.Map{

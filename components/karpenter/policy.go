@@ -12,7 +12,10 @@ type (
 // launch and tag only what carries this cluster's ownership tags, delete only what Karpenter
 // launched, read in this region only. Two additions for EC2NodeClass.placementGroupSelector
 // (Karpenter ≥ 1.11): launching into a placement group authorizes the placement-group resource,
-// and Karpenter describes placement groups to resolve the selector.
+// and Karpenter describes placement groups to resolve the selector. The v1.14 template also reads
+// instance status (the interruption controller's health checks, Karpenter ≥ 1.12) and the EKS
+// cluster's zonal-shift state; TestPolicyCoversEveryAPIKarpenterCalls checks the grants against
+// the AWS APIs the pinned controller calls (its pkg/aws/sdk.go).
 func controllerPolicy(partition, region, cluster, queueARN, nodeRoleARN string) policyDocument {
 	ec2 := func(resource string) string { return "arn:" + partition + ":ec2:" + region + ":*:" + resource }
 	owned := "aws:ResourceTag/kubernetes.io/cluster/" + cluster
@@ -68,7 +71,7 @@ func controllerPolicy(partition, region, cluster, queueARN, nodeRoleARN string) 
 			Resource: "arn:" + partition + ":eks:" + region + ":*:cluster/" + cluster},
 		{Sid: "AllowInterruptionQueueActions", Effect: "Allow", Action: []string{"sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}, Resource: queueARN},
 		{Sid: "AllowRegionalReadActions", Effect: "Allow",
-			Action: []string{"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings",
+			Action: []string{"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings",
 				"ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
 				"ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"},
 			Resource:  "*",
@@ -76,6 +79,8 @@ func controllerPolicy(partition, region, cluster, queueARN, nodeRoleARN string) 
 		{Sid: "AllowSSMReadActions", Effect: "Allow", Action: []string{"ssm:GetParameter"},
 			Resource: "arn:" + partition + ":ssm:" + region + "::parameter/aws/service/*"},
 		{Sid: "AllowPricingReadActions", Effect: "Allow", Action: []string{"pricing:GetProducts"}, Resource: "*"},
+		{Sid: "AllowZonalShiftStatusReadOnly", Effect: "Allow", Action: []string{"arc-zonal-shift:GetManagedResource"}, Resource: "*",
+			Condition: map[string]map[string]any{"StringLike": {"arc-zonal-shift:ResourceIdentifier": "arn:" + partition + ":eks:" + region + ":*:cluster/" + cluster}}},
 	}...)
 }
 

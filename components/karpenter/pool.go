@@ -200,7 +200,8 @@ func NewPool(ctx *pulumi.Context, name string, a PoolArgs, opts ...pulumi.Resour
 	// After the controller on create; before it on destroy, so Karpenter still runs to
 	// terminate the pool's instances when its NodePool goes.
 	needs := append(append([]pulumi.Resource{a.Controller.Chart}, a.Controller.Keeps...), a.Needs...)
-	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn(needs)}
+	deps := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(a.K8s), pulumi.DependsOn(needs),
+		pulumi.Timeouts(&pulumi.CustomTimeouts{Delete: topology.KarpenterPoolDeleteTimeout})}
 	nodeClass, err := apiextensions.NewCustomResource(ctx, name+"-nodeclass", &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String("karpenter.k8s.aws/v1"), Kind: pulumi.String("EC2NodeClass"),
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(objName), Labels: pulumi.ToStringMap(a.Labels)},

@@ -78,3 +78,12 @@ func (s StackSpec) ExpiryLabels() map[string]string {
 	}
 	return l
 }
+
+// KarpenterPoolDeleteTimeout is how long `pulumi destroy` waits for a Karpenter pool's NodePool
+// and EC2NodeClass to go. Karpenter drains each node, terminates its instance and keeps the
+// NodeClaim (its finalizer) until EC2 reports the instance terminated; the EC2NodeClass keeps
+// its own finalizer until its last NodeClaim is gone. A GPU instance with dozens of network
+// interfaces takes minutes to terminate, and a pool's nodes drain one budget at a time: the
+// pulumi-kubernetes default of 10 minutes (provider/pkg/await/await.go, v4.23.0) can expire
+// mid-drain and fail the destroy with instances still running.
+const KarpenterPoolDeleteTimeout = "45m"

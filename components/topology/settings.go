@@ -33,6 +33,17 @@ type SystemNodes struct {
 	Count        int    `json:"count"`
 }
 
+// karpenterChartReplicas is the Karpenter chart's replica count (charts/karpenter/values.yaml
+// `replicas: 2`, v1.14.1), whose pods carry a *required* anti-affinity per host
+// (`podAntiAffinity ... topologyKey: kubernetes.io/hostname`): each replica needs a node of its own.
+const karpenterChartReplicas = 2
+
+// KarpenterReplicas is how many Karpenter controllers the system nodes can hold: the chart's
+// two, or one per system node when there are fewer. A second replica on a single system node
+// would never be scheduled, and pulumi-kubernetes' await would fail `pulumi up` after ten
+// minutes; one replica only loses the standby that takes over while its node is replaced.
+func (s SystemNodes) KarpenterReplicas() int { return min(karpenterChartReplicas, s.Count) }
+
 // VPCSettings say whether gpucluster creates the VPC, and which zones and subnets pools use.
 type VPCSettings struct {
 	Create            bool     `json:"create"`

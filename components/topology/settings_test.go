@@ -108,3 +108,13 @@ func TestPoolZoneMustBeAVPCZone(t *testing.T) {
 		t.Errorf("got %v", errs)
 	}
 }
+
+// TestKarpenterReplicasFitTheSystemNodes: never more controllers than system nodes (each needs
+// its own), never more than the chart's two.
+func TestKarpenterReplicasFitTheSystemNodes(t *testing.T) {
+	for nodes, want := range map[int]int{1: 1, 2: 2, 3: 2, 10: 2} {
+		if got := (SystemNodes{Count: nodes}).KarpenterReplicas(); got != want {
+			t.Errorf("%d system nodes: %d Karpenter replicas, want %d", nodes, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 
 	"github.com/gpucluster/gpucluster/internal/fakecloud"
 )
@@ -30,6 +31,26 @@ type Resource struct {
 	Inputs resource.PropertyMap
 	// Dependencies are the URNs the resource explicitly depends on.
 	Dependencies []string
+	// Options are the resource options that change what update and destroy do.
+	Options Options
+}
+
+// Options are the resource options a reviewer needs to see: how long the engine waits, which
+// changes it ignores, whether it replaces by deleting first, and whether destroy keeps or
+// refuses to delete the resource.
+type Options struct {
+	CustomTimeouts      *Timeouts `json:"customTimeouts,omitempty"`
+	IgnoreChanges       []string  `json:"ignoreChanges,omitempty"`
+	DeleteBeforeReplace bool      `json:"deleteBeforeReplace,omitempty"`
+	Protect             bool      `json:"protect,omitempty"`
+	RetainOnDelete      bool      `json:"retainOnDelete,omitempty"`
+}
+
+// Timeouts are a resource's customTimeouts, as Go durations ("30m"); "" is the provider's default.
+type Timeouts struct {
+	Create string `json:"create,omitempty"`
+	Update string `json:"update,omitempty"`
+	Delete string `json:"delete,omitempty"`
 }
 
 // Input returns an input as plain Go values (string, float64, bool, []any, map[string]any),
@@ -97,7 +118,9 @@ func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.Pro
 	parent := ""
 	var deps []string
 	inputs := args.Inputs
+	var opts Options
 	if rpc := args.RegisterRPC; rpc != nil {
+		opts = options(rpc)
 		parent = rpc.GetParent()
 		deps = append(deps, rpc.GetDependencies()...)
 		sort.Strings(deps)
@@ -116,12 +139,22 @@ func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.Pro
 	}
 	e.mu.Lock()
 	e.resources = append(e.resources, Resource{URN: urn, ID: id, Type: args.TypeToken, Name: args.Name, Parent: parent,
-		Custom: args.Custom, Inputs: inputs, Dependencies: deps})
+		Custom: args.Custom, Inputs: inputs, Dependencies: deps, Options: opts})
 	e.mu.Unlock()
 	if e.plan {
 		return "", args.Inputs, nil // inputs are known; what the cloud adds is not
 	}
 	return id, outputs(args, id), nil
+}
+
+// options reads the resource options from the engine's register request.
+func options(rpc *pulumirpc.RegisterResourceRequest) Options {
+	o := Options{IgnoreChanges: rpc.GetIgnoreChanges(), DeleteBeforeReplace: rpc.GetDeleteBeforeReplace(), Protect: rpc.GetProtect(),
+		RetainOnDelete: rpc.GetRetainOnDelete()}
+	if t := rpc.GetCustomTimeouts(); t != nil && (t.GetCreate() != "" || t.GetUpdate() != "" || t.GetDelete() != "") {
+		o.CustomTimeouts = &Timeouts{Create: t.GetCreate(), Update: t.GetUpdate(), Delete: t.GetDelete()}
+	}
+	return o
 }
 
 // Call answers invokes. The program makes none, so one is an error: a new data-source lookup

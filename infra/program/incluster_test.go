@@ -246,6 +246,11 @@ func TestKarpenterController(t *testing.T) {
 		values["nodeSelector"].(map[string]any)["gpucluster.io/pool"] != "system" {
 		t.Errorf("chart %v", chart.Inputs)
 	}
+	// The stack has one system node: one controller (the chart's second would never be placed;
+	// TestRealEngineStacks/karpenter-p5 runs the real chart through the await on that one node).
+	if n := ev.spec.Cluster.SystemNodes.Count; n != 1 || values["replicas"] != float64(1) {
+		t.Errorf("%d system nodes, %v Karpenter replicas; the stack should prove one node and one replica", n, values["replicas"])
+	}
 	if n := len(ev.ofType("aws:cloudwatch/eventRule:EventRule")); n != 4 {
 		t.Errorf("%d interruption rules, want 4", n)
 	}
@@ -276,6 +281,11 @@ func TestKarpenterController(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s does not depend on the controller chart: destroy could delete the controller first", typ)
+		}
+	}
+	for _, typ := range []string{"kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"} {
+		if to := one(t, ev.ofType(typ), typ).Options.CustomTimeouts; to == nil || to.Delete != topology.KarpenterPoolDeleteTimeout {
+			t.Errorf("%s delete timeout %+v, want %s: Karpenter drains and terminates GPU nodes before it goes", typ, to, topology.KarpenterPoolDeleteTimeout)
 		}
 	}
 	nodeClass := one(t, ev.ofType("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"), "node classes").Input("spec").(map[string]any)

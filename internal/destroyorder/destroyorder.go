@@ -93,6 +93,11 @@ func Rules(spec topology.StackSpec) []Rule {
 		if karpenter {
 			add(user, "Karpenter controller", karpenterController(cluster))
 			add(user, "controller policy", controllerPolicy)
+			// Draining nodes still authenticate to the API server with the node role until
+			// their instances are gone.
+			add(user, "Karpenter node role's access entry", func(r Resource) bool {
+				return r.Type == "aws:eks/accessEntry:AccessEntry" && strings.HasSuffix(r.Name, "-karpenter-node")
+			})
 		}
 	}
 	// The system nodes (CoreDNS, the controllers) keep their role and route until they are gone.

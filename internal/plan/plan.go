@@ -101,6 +101,8 @@ type planResource struct {
 	Custom    bool           `json:"custom"`
 	DependsOn []string       `json:"dependsOn"`
 	Inputs    map[string]any `json:"inputs"`
+	// Options are what update and destroy do besides the defaults; {} when nothing is set.
+	Options offline.Options `json:"options"`
 }
 
 func bundle(r *Result) (map[string][]byte, error) {
@@ -112,7 +114,7 @@ func bundle(r *Result) (map[string][]byte, error) {
 			deps = []string{}
 		}
 		p.Resources = append(p.Resources, planResource{URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
-			Custom: res.Custom, DependsOn: deps, Inputs: offline.PlainMap(res.Inputs)})
+			Custom: res.Custom, DependsOn: deps, Inputs: offline.PlainMap(res.Inputs), Options: res.Options})
 	}
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {

@@ -128,6 +128,36 @@ func TestKarpenterBundle(t *testing.T) {
 	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")
 }
 
+// TestPlanRecordsResourceOptions: plan.json shows what destroy does besides the defaults (here
+// the Karpenter pool's long delete timeout), and an empty object where nothing is set.
+func TestPlanRecordsResourceOptions(t *testing.T) {
+	dir, _ := writeBundle(t, "karpenter-p5")
+	var p struct {
+		Resources []struct {
+			Type    string         `json:"type"`
+			Options map[string]any `json:"options"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, "plan.json"))), &p); err != nil {
+		t.Fatal(err)
+	}
+	timed := 0
+	for _, r := range p.Resources {
+		if r.Options == nil {
+			t.Fatalf("%s has no options object", r.Type)
+		}
+		if r.Type == "kubernetes:karpenter.sh/v1:NodePool" {
+			if to, _ := r.Options["customTimeouts"].(map[string]any); to["delete"] != topology.KarpenterPoolDeleteTimeout {
+				t.Errorf("NodePool options %v lack the delete timeout", r.Options)
+			}
+			timed++
+		}
+	}
+	if timed != 1 {
+		t.Errorf("%d NodePools in the karpenter-p5 plan, want 1", timed)
+	}
+}
+
 func TestTwoRunsAreByteIdentical(t *testing.T) {
 	for _, name := range []string{"mixed", "karpenter-p5"} {
 		a, _ := writeBundle(t, name)

@@ -9,6 +9,7 @@ package expiry
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
@@ -90,11 +91,28 @@ func SchedulerPolicy(partition, region, cluster string, nodeGroups []string) iam
 	return iampolicy.New(iampolicy.Statement{Sid: "StopNodeGroupsAtExpiry", Effect: "Allow", Action: []string{"eks:UpdateNodegroupConfig"}, Resource: arns})
 }
 
+// SchedulerTrust lets EventBridge Scheduler assume the role for the stack's schedule group only,
+// in the group's account (Scheduler user guide, "Cross-service confused deputy prevention": the
+// source ARN must be a schedule group, not a schedule).
+func SchedulerTrust(groupARN string) iampolicy.Document {
+	account := ""
+	if parts := strings.Split(groupARN, ":"); len(parts) > 4 {
+		account = parts[4]
+	}
+	return iampolicy.ServiceTrustFrom("scheduler.amazonaws.com", account, groupARN)
+}
+
 func nodeGroupSchedules(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) error {
 	tags := pulumi.ToStringMap(args.Tags)
+	group, err := scheduler.NewScheduleGroup(ctx, name, &scheduler.ScheduleGroupArgs{
+		Name: pulumi.String(topology.ExpiryScheduleGroup(args.Cluster)), Tags: tags,
+	}, opts...)
+	if err != nil {
+		return err
+	}
 	role, err := iam.NewRole(ctx, name+"-scheduler", &iam.RoleArgs{
 		Name:             pulumi.String(args.Cluster + "-expiry"),
-		AssumeRolePolicy: pulumi.String(iampolicy.ServiceTrust("scheduler.amazonaws.com").String()),
+		AssumeRolePolicy: group.Arn.ApplyT(func(arn string) string { return SchedulerTrust(arn).String() }).(pulumi.StringOutput),
 		Description:      pulumi.String("Stops the GPU node groups of " + args.Cluster + " at its expiry"),
 		Tags:             tags,
 	}, opts...)
@@ -124,7 +142,8 @@ func nodeGroupSchedules(ctx *pulumi.Context, name string, args Args, opts ...pul
 			return string(b), err
 		}).(pulumi.StringOutput)
 		if _, err := scheduler.NewSchedule(ctx, name+"-"+ng.Pool, &scheduler.ScheduleArgs{
-			Name:                       pulumi.String(topology.PoolResourceName(args.Cluster, ng.Pool) + "-expiry"),
+			Name:                       pulumi.String(topology.ExpiryScheduleName(ng.Pool)),
+			GroupName:                  group.Name,
 			Description:                pulumi.String("Scales pool " + ng.Pool + " of " + args.Cluster + " to zero at its expiry"),
 			ScheduleExpression:         pulumi.String(at),
 			ScheduleExpressionTimezone: pulumi.String("UTC"),

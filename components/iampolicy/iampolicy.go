@@ -39,6 +39,18 @@ func ServiceTrust(service string) Document {
 	return New(Statement{Effect: "Allow", Principal: map[string]any{"Service": service}, Action: []string{"sts:AssumeRole"}})
 }
 
+// ServiceTrustFrom lets an AWS service assume a role only on behalf of one account and source
+// (AWS's cross-service confused-deputy guidance: aws:SourceAccount and aws:SourceArn). The source
+// ARN may end in a wildcard, hence ArnLike.
+func ServiceTrustFrom(service, account, sourceARN string) Document {
+	d := ServiceTrust(service)
+	d.Statement[0].Condition = map[string]map[string]any{
+		"StringEquals": {"aws:SourceAccount": account},
+		"ArnLike":      {"aws:SourceArn": sourceARN},
+	}
+	return d
+}
+
 // Partition is the ARN partition of a region ("aws", "aws-us-gov", "aws-cn").
 func Partition(region string) string {
 	switch {

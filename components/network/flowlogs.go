@@ -1,6 +1,8 @@
 package network
 
 import (
+	"strings"
+
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/cloudwatch"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
@@ -11,6 +13,17 @@ import (
 
 // FlowLogGroup is the CloudWatch Logs group a cluster's VPC flow logs go to.
 func FlowLogGroup(cluster string) string { return "/gpucluster/" + cluster + "/vpc-flow-logs" }
+
+// FlowLogTrust lets VPC Flow Logs assume the delivery role only for flow logs of the log
+// group's account and region (VPC user guide, "IAM role for publishing flow logs to CloudWatch
+// Logs": aws:SourceAccount, and aws:SourceArn with the flow log id a wildcard until it exists).
+func FlowLogTrust(logGroupARN string) iampolicy.Document {
+	p := strings.Split(logGroupARN, ":") // arn:<partition>:logs:<region>:<account>:log-group:<name>
+	if len(p) < 5 {
+		return iampolicy.ServiceTrustFrom("vpc-flow-logs.amazonaws.com", "", "")
+	}
+	return iampolicy.ServiceTrustFrom("vpc-flow-logs.amazonaws.com", p[4], "arn:"+p[1]+":ec2:"+p[3]+":"+p[4]+":vpc-flow-log/*")
+}
 
 // flowLogs records the VPC's traffic to a CloudWatch Logs group it owns (deleted with the stack,
 // records expiring after the retention period), delivered by a role that may write to that group
@@ -30,7 +43,7 @@ func (n *Network) flowLogs(ctx *pulumi.Context, name string, args Args, vpcID pu
 	}
 	role, err := iam.NewRole(ctx, name+"-flow-logs", &iam.RoleArgs{
 		Name:             pulumi.String(args.ClusterName + "-vpc-flow-logs"),
-		AssumeRolePolicy: pulumi.String(iampolicy.ServiceTrust("vpc-flow-logs.amazonaws.com").String()),
+		AssumeRolePolicy: group.Arn.ApplyT(func(arn string) string { return FlowLogTrust(arn).String() }).(pulumi.StringOutput),
 		Description:      pulumi.String("Delivers the VPC flow logs of " + args.ClusterName),
 		Tags:             tags,
 	}, child)

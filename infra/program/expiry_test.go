@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/expiry"
+	"github.com/gpucluster/gpucluster/infra/offline"
 )
 
 const expiringStack = `config:
@@ -33,6 +34,10 @@ func TestExpiryStopsEveryPool(t *testing.T) {
 	}
 	json.Unmarshal([]byte(target["input"].(string)), &input)
 	ng := one(t, ev.poolChildren("train", "aws:eks/nodeGroup:NodeGroup"), "node groups")
+	group := one(t, ev.ofType("aws:scheduler/scheduleGroup:ScheduleGroup"), "schedule groups")
+	if schedule.Input("name") != "train-expiry" || group.Input("name") != "gpucluster-exp" || schedule.Input("groupName") != "gpucluster-exp" {
+		t.Errorf("schedule %v in group %v, want train-expiry in gpucluster-exp", schedule.Input("name"), schedule.Input("groupName"))
+	}
 	if schedule.Input("scheduleExpression") != "at(2026-12-01T18:00:00)" || schedule.Input("scheduleExpressionTimezone") != "UTC" ||
 		target["arn"] != expiry.UpdateNodegroupTarget || input.ClusterName != "exp" || input.NodegroupName != ng.Input("nodeGroupName") ||
 		input.ScalingConfig["DesiredSize"] != 0 || input.ScalingConfig["MinSize"] != 0 || input.ScalingConfig["MaxSize"] != 2 || !dependsOn(schedule, ng) {
@@ -57,7 +62,10 @@ func TestExpiryStopsEveryPool(t *testing.T) {
 		}
 	}
 	if len(policy.Statement) != 1 || str(policy.Statement[0].Action) != "[eks:UpdateNodegroupConfig]" ||
-		str(policy.Statement[0].Resource) != "[arn:aws:eks:us-east-1:*:nodegroup/exp/exp-train/*]" || !strings.Contains(trust, `"scheduler.amazonaws.com"`) {
+		str(policy.Statement[0].Resource) != "[arn:aws:eks:us-east-1:*:nodegroup/exp/exp-train/*]" || !strings.Contains(trust, `"scheduler.amazonaws.com"`) ||
+		// Assumed for the stack's schedule group only, in its account (confused-deputy guidance).
+		!strings.Contains(trust, `"aws:SourceAccount":"`+offline.MockAccount+`"`) ||
+		!strings.Contains(trust, `"aws:SourceArn":"arn:aws:scheduler:mock:`+offline.MockAccount+`:schedule-group/gpucluster-exp"`) {
 		t.Errorf("scheduler policy %+v, trust %s", policy, trust)
 	}
 

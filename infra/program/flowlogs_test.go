@@ -56,10 +56,14 @@ func TestFlowLogsOfEveryCreatedVPC(t *testing.T) {
 			Statement []struct {
 				Principal struct{ Service string }
 				Action    []string
+				Condition map[string]map[string]string
 			}
 		}
 		json.Unmarshal([]byte(role.Input("assumeRolePolicy").(string)), &trust)
-		if len(trust.Statement) != 1 || trust.Statement[0].Principal.Service != "vpc-flow-logs.amazonaws.com" {
+		// Only for flow logs of the stack's own account (the confused-deputy conditions).
+		if len(trust.Statement) != 1 || trust.Statement[0].Principal.Service != "vpc-flow-logs.amazonaws.com" ||
+			trust.Statement[0].Condition["StringEquals"]["aws:SourceAccount"] != offline.MockAccount ||
+			trust.Statement[0].Condition["ArnLike"]["aws:SourceArn"] != "arn:aws:ec2:mock:"+offline.MockAccount+":vpc-flow-log/*" {
 			t.Errorf("%s: trust %s", name, role.Input("assumeRolePolicy"))
 		}
 		var granted bool

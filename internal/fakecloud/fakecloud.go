@@ -64,6 +64,10 @@ func Outputs(typ, name string, inputs resource.PropertyMap, id string) resource.
 		set("keyId", id)
 	case "aws:ec2/launchTemplate:LaunchTemplate":
 		set("latestVersion", 1.0)
+	case "aws:scheduler/scheduleGroup:ScheduleGroup":
+		set("arn", "arn:aws:scheduler:mock:"+Account+":schedule-group/"+input("name"))
+	case "aws:ec2/vpc:Vpc":
+		set("arn", "arn:aws:ec2:mock:"+Account+":vpc/"+id)
 	case "aws:eks/nodeGroup:NodeGroup":
 		set("arn", "arn:aws:eks:mock:"+Account+":nodegroup/"+input("clusterName")+"/"+input("nodeGroupName"))
 	}

@@ -13,17 +13,65 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// Pinned images. NVIDIA: the k8s-device-plugin release (nvcr.io). EFA: the EKS-published plugin
-// in EKS's regional ECR registry (account 602401143452 serves the commercial regions).
+// Pinned images. NVIDIA: the k8s-device-plugin release (nvcr.io). EFA: the plugin of the newest
+// aws/eks-charts chart, stable/aws-efa-k8s-device-plugin v0.5.30 (appVersion v0.5.20), in the
+// region's EKS image registry (topology.EKSImageRegistry: account and domain differ by region).
 const (
-	NVIDIAImage   = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
-	EFAImageTag   = "v0.5.8"
-	efaRegistryID = "602401143452"
+	NVIDIAImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+	EFAImageTag = "v0.5.20"
 )
 
 // EFAImage is the EFA device plugin image for a region.
 func EFAImage(region string) string {
-	return efaRegistryID + ".dkr.ecr." + region + ".amazonaws.com/eks/aws-efa-k8s-device-plugin:" + EFAImageTag
+	return topology.EKSImageRegistry(region) + "/eks/aws-efa-k8s-device-plugin:" + EFAImageTag
+}
+
+// pod is what differs between the plugins' pods.
+type pod struct {
+	hostNetwork bool
+	// seccomp: the runtime's default syscall filter (which a privileged container does not get).
+	seccomp bool
+	// container is the plugin container's security context and resources.
+	container corev1.ContainerArgs
+	// mounts are host paths beyond the kubelet's device-plugin directory: name → path, type.
+	mounts []hostMount
+}
+
+type hostMount struct{ name, path, typ string }
+
+// nvidiaPod: a device plugin only serves a socket to the kubelet: no privilege needed (NVIDIA's
+// static v0.17.1 DaemonSet). Its only write is that socket, on the mounted kubelet directory,
+// so the root filesystem can be read-only (upstream's other writable mounts, CDI and MPS, serve
+// features gpucluster does not enable).
+var nvidiaPod = pod{seccomp: true, container: corev1.ContainerArgs{
+	SecurityContext: &corev1.SecurityContextArgs{
+		AllowPrivilegeEscalation: pulumi.Bool(false),
+		Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+		ReadOnlyRootFilesystem:   pulumi.Bool(true),
+	},
+	Resources: &corev1.ResourceRequirementsArgs{
+		Requests: pulumi.StringMap{"cpu": pulumi.String("10m"), "memory": pulumi.String("20Mi")},
+		Limits:   pulumi.StringMap{"memory": pulumi.String("100Mi")},
+	},
+}}
+
+// efaPod is what the chart v0.5.30 renders (templates/daemonset.yaml with its default values):
+// the host's network, /dev/infiniband (the plugin enumerates the EFA devices there since v0.5.1,
+// eks-charts #1069) and /opt/aws/neuron (since chart v0.5.16), run as root, privileged: eks-charts
+// #1245 made it privileged to read Neuron devices for EFA-Neuron topology alignment. gpucluster's
+// EFA nodes carry NVIDIA GPUs, not Neuron devices, but the plugin of that version was only
+// published with that manifest; running it with less than upstream runs it is a guess the tests
+// here cannot check, so nothing is taken away. Resources are the chart's: requests, no limit.
+var efaPod = pod{
+	hostNetwork: true,
+	container: corev1.ContainerArgs{
+		SecurityContext: &corev1.SecurityContextArgs{
+			AllowPrivilegeEscalation: pulumi.Bool(true), Privileged: pulumi.Bool(true),
+			RunAsNonRoot: pulumi.Bool(false), RunAsUser: pulumi.Int(0),
+		},
+		Resources: &corev1.ResourceRequirementsArgs{Requests: pulumi.StringMap{"cpu": pulumi.String("10m"), "memory": pulumi.String("20Mi")}},
+	},
+	mounts: []hostMount{{"infiniband-volume", "/dev/infiniband/", ""}, {"neuron-tools", "/opt/aws/neuron/", "DirectoryOrCreate"}},
 }
 
 // Plugin is a gpucluster:index:NvidiaDevicePlugin or gpucluster:index:EfaDevicePlugin component.
@@ -43,7 +91,7 @@ type Args struct {
 // NewNVIDIA deploys the NVIDIA device plugin on the pools whose image does not ship one.
 func NewNVIDIA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Plugin, error) {
 	pools := selectPools(args.Pools, func(p topology.PoolSpec) bool { return p.InCluster.NVIDIADevicePlugin.Deploy })
-	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, "nvidia-device-plugin", NVIDIAImage, pools, nil, args.Labels, opts...)
+	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, "nvidia-device-plugin", NVIDIAImage, nvidiaPod, pools, nil, args.Labels, opts...)
 }
 
 // NewEFA deploys the EFA device plugin on the EFA pools. It tolerates the GPU taint (and every
@@ -54,7 +102,7 @@ func NewEFA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resource
 	if len(pools) > 0 {
 		selector = pools[0].InCluster.EFANodeSelector
 	}
-	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), pools, selector, args.Labels, opts...)
+	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), efaPod, pools, selector, args.Labels, opts...)
 }
 
 func selectPools(pools []topology.PoolSpec, need func(topology.PoolSpec) bool) []topology.PoolSpec {
@@ -67,7 +115,7 @@ func selectPools(pools []topology.PoolSpec, need func(topology.PoolSpec) bool) [
 	return out
 }
 
-func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []topology.PoolSpec, nodeSelector, labels map[string]string,
+func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, shape pod, pools []topology.PoolSpec, nodeSelector, labels map[string]string,
 	opts ...pulumi.ResourceOption) (*Plugin, error) {
 	p := &Plugin{}
 	props := pulumi.Map{"image": pulumi.String(image), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
@@ -76,6 +124,19 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []t
 	}
 	p.Name = pulumi.String("").ToStringOutput()
 	if len(pools) > 0 {
+		container := shape.container
+		container.Name, container.Image = pulumi.String(dsName), pulumi.String(image)
+		mounts := corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("device-plugins"), MountPath: pulumi.String("/var/lib/kubelet/device-plugins")}}
+		volumes := corev1.VolumeArray{k8sargs.HostPath("device-plugins", "/var/lib/kubelet/device-plugins")}
+		for _, m := range shape.mounts {
+			mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String(m.name), MountPath: pulumi.String(m.path)})
+			v := k8sargs.HostPath(m.name, m.path)
+			if m.typ != "" {
+				v.HostPath.(*corev1.HostPathVolumeSourceArgs).Type = pulumi.String(m.typ)
+			}
+			volumes = append(volumes, v)
+		}
+		container.VolumeMounts = mounts
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
 			Metadata: k8sargs.Metadata(dsName, k8sargs.Namespace, labels),
 			Spec: &appsv1.DaemonSetSpecArgs{
@@ -86,37 +147,13 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []t
 					Spec: &corev1.PodSpecArgs{
 						PriorityClassName:            pulumi.String("system-node-critical"),
 						AutomountServiceAccountToken: pulumi.Bool(false),
-						// The container runtime's default syscall filter: a plugin serves gRPC on a
-						// unix socket, watches the kubelet's directory and queries devices (ioctl), all
-						// of which it allows.
-						SecurityContext: &corev1.PodSecurityContextArgs{
-							SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")},
-						},
-						NodeSelector: pulumi.ToStringMap(nodeSelector),
-						Affinity:     k8sargs.OnPools(pools),
-						Tolerations:  k8sargs.Tolerations(pools),
-						Containers: corev1.ContainerArray{corev1.ContainerArgs{
-							Name:  pulumi.String(dsName),
-							Image: pulumi.String(image),
-							// A device plugin only serves a socket to the kubelet: no privilege needed (as
-							// upstream's manifests: NVIDIA's static v0.17.1 DaemonSet, the EKS chart of the
-							// EFA plugin). Its only write is that socket, on the mounted kubelet directory,
-							// so the root filesystem can be read-only (upstream's other writable mounts, CDI
-							// and MPS, serve features gpucluster does not enable).
-							SecurityContext: &corev1.SecurityContextArgs{
-								AllowPrivilegeEscalation: pulumi.Bool(false),
-								Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-								ReadOnlyRootFilesystem:   pulumi.Bool(true),
-							},
-							Resources: &corev1.ResourceRequirementsArgs{
-								Requests: pulumi.StringMap{"cpu": pulumi.String("10m"), "memory": pulumi.String("20Mi")},
-								Limits:   pulumi.StringMap{"memory": pulumi.String("100Mi")},
-							},
-							VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
-								Name: pulumi.String("device-plugins"), MountPath: pulumi.String("/var/lib/kubelet/device-plugins"),
-							}},
-						}},
-						Volumes: corev1.VolumeArray{k8sargs.HostPath("device-plugins", "/var/lib/kubelet/device-plugins")},
+						HostNetwork:                  pulumi.Bool(shape.hostNetwork),
+						SecurityContext:              podSecurity(shape),
+						NodeSelector:                 pulumi.ToStringMap(nodeSelector),
+						Affinity:                     k8sargs.OnPools(pools),
+						Tolerations:                  k8sargs.Tolerations(pools),
+						Containers:                   corev1.ContainerArray{container},
+						Volumes:                      volumes,
 					},
 				},
 			},
@@ -127,4 +164,13 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, pools []t
 		p.Name = ds.Metadata.Name().Elem()
 	}
 	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{"name": p.Name})
+}
+
+// podSecurity is the runtime's default syscall filter where it applies: a plugin serves gRPC on a
+// unix socket, watches the kubelet's directory and queries devices (ioctl), all of which it allows.
+func podSecurity(shape pod) corev1.PodSecurityContextPtrInput {
+	if !shape.seccomp {
+		return nil
+	}
+	return &corev1.PodSecurityContextArgs{SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")}}
 }

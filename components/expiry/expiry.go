@@ -30,8 +30,10 @@ import (
 const KubectlImage = "registry.k8s.io/kubectl:v1.34.0"
 
 // UpdateNodegroupTarget is EventBridge Scheduler's universal target for the EKS
-// UpdateNodegroupConfig API.
-const UpdateNodegroupTarget = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+// UpdateNodegroupConfig API, in the region's partition.
+func UpdateNodegroupTarget(partition string) string {
+	return "arn:" + partition + ":scheduler:::aws-sdk:eks:updateNodegroupConfig"
+}
 
 // NodeGroup is one managed node group to stop.
 type NodeGroup struct {
@@ -149,7 +151,7 @@ func nodeGroupSchedules(ctx *pulumi.Context, name string, args Args, opts ...pul
 			ScheduleExpressionTimezone: pulumi.String("UTC"),
 			FlexibleTimeWindow:         scheduler.ScheduleFlexibleTimeWindowArgs{Mode: pulumi.String("OFF")},
 			Target: scheduler.ScheduleTargetArgs{
-				Arn: pulumi.String(UpdateNodegroupTarget), RoleArn: role.Arn, Input: input,
+				Arn: pulumi.String(UpdateNodegroupTarget(iampolicy.Partition(args.Region))), RoleArn: role.Arn, Input: input,
 				RetryPolicy: scheduler.ScheduleTargetRetryPolicyArgs{MaximumRetryAttempts: pulumi.Int(10), MaximumEventAgeInSeconds: pulumi.Int(3600)},
 			},
 		}, append(opts, pulumi.DependsOn([]pulumi.Resource{policy}))...); err != nil {

@@ -5,7 +5,8 @@ package iampolicy
 
 import (
 	"encoding/json"
-	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Document is an IAM policy document.
@@ -51,13 +52,5 @@ func ServiceTrustFrom(service, account, sourceARN string) Document {
 	return d
 }
 
-// Partition is the ARN partition of a region ("aws", "aws-us-gov", "aws-cn").
-func Partition(region string) string {
-	switch {
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	}
-	return "aws"
-}
+// Partition is the ARN partition of a region (the topology core's region table).
+var Partition = topology.Partition

@@ -179,6 +179,8 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 	case !KnownRegion(region):
 		ps.add(KeyRegion, "use one of: "+strings.Join(awsRegions, ", "),
 			"%q is not an AWS region%s (regions of pulumi-aws v6.83.2, the provider that deploys the stack)", region, suggest(region, awsRegions))
+	case regionProblem(region) != "":
+		ps.add(KeyRegion, "use one of: "+regionList(), "%s", regionProblem(region))
 	}
 	if !clusterNamePattern.MatchString(c.Name) || len(c.Name) > maxClusterNameLength {
 		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, maxClusterNameLength),

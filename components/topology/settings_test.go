@@ -72,6 +72,8 @@ func TestSettingsErrors(t *testing.T) {
 		key, msg string
 	}{
 		{"  aws:region: us-east\n", 2, "aws:region", `"us-east" is not an AWS region name`},
+		{"  aws:region: us-iso-east-1\n", 2, "aws:region", "has no EKS image registry in the EKS user guide's table"},
+		{"  aws:region: cn-north-1\n", 2, "aws:region", "is in the aws-cn partition"},
 		{"  aws:region: us-east-1\n  gpucluster:clusterName: My_Cluster\n", 3, "gpucluster:clusterName", `cluster name "My_Cluster"`},
 		{"  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"1.27\"\n", 3, "gpucluster:kubernetesVersion", `"1.27" is not a supported`},
 		{"  aws:region: us-east-1\n  gpucluster:publicAccessCidrs: [10.0.0.0/33]\n", 3, "gpucluster:publicAccessCidrs[0]", "is not a CIDR"},

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/components/expiry"
 	"github.com/gpucluster/gpucluster/infra/offline"
 )
 
@@ -39,7 +38,7 @@ func TestExpiryStopsEveryPool(t *testing.T) {
 		t.Errorf("schedule %v in group %v, want train-expiry in gpucluster-exp", schedule.Input("name"), schedule.Input("groupName"))
 	}
 	if schedule.Input("scheduleExpression") != "at(2026-12-01T18:00:00)" || schedule.Input("scheduleExpressionTimezone") != "UTC" ||
-		target["arn"] != expiry.UpdateNodegroupTarget || input.ClusterName != "exp" || input.NodegroupName != ng.Input("nodeGroupName") ||
+		target["arn"] != "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig" || input.ClusterName != "exp" || input.NodegroupName != ng.Input("nodeGroupName") ||
 		input.ScalingConfig["DesiredSize"] != 0 || input.ScalingConfig["MinSize"] != 0 || input.ScalingConfig["MaxSize"] != 2 || !dependsOn(schedule, ng) {
 		t.Errorf("schedule %v, input %+v", schedule.Inputs.Mappable(), input)
 	}

@@ -185,11 +185,14 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
 				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
 			}
-			// No piece shares the node's network: nothing here needs it.
-			if pod["hostNetwork"] == true {
-				t.Errorf("%s: %s uses the host network", filepath.Base(file), name)
+			// Only the EFA plugin shares the node's network (its upstream chart does).
+			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin") {
+				t.Errorf("%s: %s hostNetwork %v", filepath.Base(file), name, pod["hostNetwork"])
 			}
-			if name != "nvidia-fabricmanager" { // the device plugins: hardened as far as they work
+			if name == "aws-efa-k8s-device-plugin" {
+				checkEFAPluginIsUpstreams(t, filepath.Base(file), ev.spec.Region, pod)
+			}
+			if name == "nvidia-device-plugin" { // hardened as far as it works
 				sc, _ := pod["securityContext"].(map[string]any)
 				seccomp, _ := sc["seccompProfile"].(map[string]any)
 				csc, _ := pod["containers"].([]any)[0].(map[string]any)["securityContext"].(map[string]any)
@@ -204,6 +207,60 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 				t.Errorf("%s: DaemonSet %s deployed though no pool needs it", filepath.Base(file), name)
 			}
 		}
+	}
+}
+
+// checkEFAPluginIsUpstreams: the EFA device plugin's pod is what aws/eks-charts
+// stable/aws-efa-k8s-device-plugin v0.5.30 renders with its default values (templates/
+// daemonset.yaml): its image tag in the region's EKS registry, the host network, /dev/infiniband
+// and /opt/aws/neuron mounted, privileged as root, requests without limits.
+func checkEFAPluginIsUpstreams(t *testing.T, file, region string, pod map[string]any) {
+	t.Helper()
+	c := pod["containers"].([]any)[0].(map[string]any)
+	if c["image"] != topology.EKSImageRegistry(region)+"/eks/aws-efa-k8s-device-plugin:v0.5.20" {
+		t.Errorf("%s: EFA plugin image %v", file, c["image"])
+	}
+	sc := c["securityContext"].(map[string]any)
+	if sc["privileged"] != true || sc["runAsUser"] != 0.0 || sc["allowPrivilegeEscalation"] != true {
+		t.Errorf("%s: EFA plugin security context %v, the chart runs it privileged as root", file, sc)
+	}
+	mounts := map[string]bool{}
+	for _, m := range c["volumeMounts"].([]any) {
+		mounts[str(m.(map[string]any)["mountPath"])] = true
+	}
+	for _, want := range []string{"/var/lib/kubelet/device-plugins", "/dev/infiniband/", "/opt/aws/neuron/"} {
+		if !mounts[want] {
+			t.Errorf("%s: EFA plugin does not mount %s: %v", file, want, mounts)
+		}
+	}
+	if res := c["resources"].(map[string]any); res["limits"] != nil || str(res["requests"]) != str(map[string]any{"cpu": "10m", "memory": "20Mi"}) {
+		t.Errorf("%s: EFA plugin resources %v", file, res)
+	}
+	if pod["automountServiceAccountToken"] != false {
+		t.Errorf("%s: EFA plugin mounts a service account token it never uses", file)
+	}
+}
+
+// TestEFAPluginImageComesFromTheRegionsRegistry: a stack in a region whose EKS registry is not
+// 602401143452 pulls the plugin from its own (EKS UG add-ons-images.html).
+func TestEFAPluginImageComesFromTheRegionsRegistry(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.cpt.yaml")
+	stack := "config:\n  aws:region: af-south-1\n  gpucluster:pools:\n    - {name: gpu, profile: p5-efa, nodes: 2}\n"
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := evaluate(t, file)
+	found := 0
+	for _, r := range ev.ofType("kubernetes:apps/v1:DaemonSet") {
+		if spec := str(r.Inputs.Mappable()["spec"]); strings.Contains(spec, "aws-efa-k8s-device-plugin:") {
+			found++
+			if !strings.Contains(spec, "877085696533.dkr.ecr.af-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:") {
+				t.Errorf("af-south-1 pulls the EFA plugin from another registry: %s", spec)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d EFA plugin DaemonSets, want 1", found)
 	}
 }
 

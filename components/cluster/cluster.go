@@ -5,6 +5,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/cloudwatch"
 	awseks "github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/kms"
 	"github.com/pulumi/pulumi-eks/sdk/v2/go/eks"
@@ -105,6 +106,19 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			},
 		}
 	}
+	// The control-plane log group, before the cluster: EKS would create it itself, unowned and
+	// without retention, and it would outlive `pulumi destroy`. The cluster depends on it, so it
+	// goes only after the cluster, which would otherwise write it anew.
+	var clusterDeps []pulumi.Resource
+	if len(s.LogTypes) > 0 {
+		logs, err := cloudwatch.NewLogGroup(ctx, name+"-control-plane-logs", &cloudwatch.LogGroupArgs{
+			Name: pulumi.String(topology.ControlPlaneLogGroup(s.Name)), RetentionInDays: pulumi.Int(topology.ControlPlaneLogRetentionDays), Tags: tags,
+		}, child)
+		if err != nil {
+			return nil, err
+		}
+		clusterDeps = append(clusterDeps, logs)
+	}
 	authMode := eks.AuthenticationModeApi
 	cidrs := pulumi.ToStringArray(s.PublicAccessCIDRs)
 	if !s.EndpointPublicAccess {
@@ -132,7 +146,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		ClusterSecurityGroup:            sgs.controlPlane,
 		KubernetesServiceIpAddressRange: pulumi.String(s.ServiceCIDR),
 		Tags:                            tags,
-	}, child)
+	}, child, pulumi.DependsOn(clusterDeps))
 	if err != nil {
 		return nil, err
 	}

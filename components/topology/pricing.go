@@ -35,13 +35,14 @@ var onDemandUSEast1 = map[string]float64{
 	"m7i.large":        0.100800,
 }
 
-// CloudWatch Logs list prices in us-east-1 (Amazon CloudWatch pricing, "Logs": vended logs
-// delivered to CloudWatch Logs, first 10 TB a month; storage, compressed): what VPC flow logs cost.
-// No Go module the build holds publishes them, so they are quoted here with their source.
+// CloudWatch Logs list prices in us-east-1 (Amazon CloudWatch pricing, "Logs": standard
+// ingestion, and vended logs delivered to CloudWatch Logs in their first 10 TB, both $0.50 per GB;
+// storage, compressed): what VPC flow logs and EKS control-plane logs cost. No Go module the build
+// holds publishes them, so they are quoted here with their source.
 const (
-	FlowLogDeliveryUSDPerGB     = 0.50
-	FlowLogStorageUSDPerGBMonth = 0.03
-	FlowLogPriceSource          = "Amazon CloudWatch pricing, Logs: vended logs delivered to CloudWatch Logs (first 10 TB), us-east-1 list prices"
+	LogsIngestUSDPerGB       = 0.50
+	LogsStorageUSDPerGBMonth = 0.03
+	LogsPriceSource          = "Amazon CloudWatch pricing, Logs: standard ingestion and vended logs delivered to CloudWatch Logs (first 10 TB), us-east-1 list prices"
 )
 
 // OnDemand returns the us-east-1 on-demand price of an instance type.

@@ -87,6 +87,15 @@ const (
 	DefaultSystemNodes       = 2
 )
 
+// ControlPlaneLogGroup is where EKS writes a cluster's control-plane logs (EKS UG "Send control
+// plane logs to CloudWatch Logs": /aws/eks/<cluster>/cluster). EKS creates it on its own, with no
+// retention, and it outlives the cluster; gpucluster creates it first, so the stack owns it.
+func ControlPlaneLogGroup(cluster string) string { return "/aws/eks/" + cluster + "/cluster" }
+
+// ControlPlaneLogRetentionDays keeps the audit trail of a quarter (CloudWatch Logs retention is one
+// of a fixed set of day counts; 90 is one), then lets it expire instead of billing forever.
+const ControlPlaneLogRetentionDays = 90
+
 // AllLogTypes are every EKS control-plane log type (EKS API: LogSetup.types).
 var AllLogTypes = []string{"api", "audit", "authenticator", "controllerManager", "scheduler"}
 

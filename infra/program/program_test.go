@@ -619,3 +619,22 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// TestControlPlaneLogGroupIsOwned: the stack creates EKS's control-plane log group, with a
+// retention, before the cluster (which depends on it, so destroy deletes it after the cluster).
+func TestControlPlaneLogGroupIsOwned(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.p5-efa.yaml")
+	var group *offline.Resource
+	for _, r := range ev.ofType("aws:cloudwatch/logGroup:LogGroup") {
+		if r.Input("name") == topology.ControlPlaneLogGroup(ev.spec.Cluster.Name) {
+			group = &r
+		}
+	}
+	if group == nil || group.Input("retentionInDays") != float64(topology.ControlPlaneLogRetentionDays) {
+		t.Fatalf("no control-plane log group %s with a %d-day retention: %v", topology.ControlPlaneLogGroup(ev.spec.Cluster.Name), topology.ControlPlaneLogRetentionDays, group)
+	}
+	cluster := one(t, ev.ofType("eks:index:Cluster"), "EKS clusters")
+	if !dependsOn(cluster, *group) {
+		t.Error("the EKS cluster does not depend on its log group: EKS could create it first, unowned")
+	}
+}

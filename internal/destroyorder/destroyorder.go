@@ -134,5 +134,12 @@ func Rules(spec topology.StackSpec) []Rule {
 		}
 		break
 	}
+	// The control plane goes before its log group: EKS would write the group anew, unowned.
+	if len(spec.Cluster.LogTypes) > 0 {
+		controlPlane := func(r Resource) bool { return r.Type == "eks:index:Cluster" || r.Type == "aws:eks/cluster:Cluster" }
+		add(controlPlane, "control-plane log group", func(r Resource) bool {
+			return r.Type == "aws:cloudwatch/logGroup:LogGroup" && strings.HasSuffix(r.Name, "-control-plane-logs")
+		})
+	}
 	return rules
 }

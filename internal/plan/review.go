@@ -44,6 +44,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	w("| VPC | %s |\n", vpcLine(s.VPC))
 	w("| System nodes | %d × %s (untainted: CoreDNS, controllers) |\n", s.Cluster.SystemNodes.Count, s.Cluster.SystemNodes.InstanceType)
 	w("| VPC flow logs | %s |\n", flowLogLine(s))
+	w("| Control-plane logs | %s |\n", controlPlaneLogLine(s))
 	w("| GPU pools | %d |\n", len(s.Pools))
 	w("| Resources | %d registered (%s) |\n", len(r.Resources), resourceMix(r.Resources))
 	w("| Hourly cost | %s after `pulumi up`, %s at every pool's maximum%s (details under Cost) |\n", usd(cost.AtDeploy, cost.Complete), usd(cost.AtMost, cost.Complete), guardNote(s))
@@ -202,10 +203,18 @@ func costSection(s topology.StackSpec) string {
 	for _, l := range c.Reserved {
 		fmt.Fprintf(&b, "Pool `%s` (%s) runs on reserved capacity, not in the totals: %s.\n\n", l.Pool, l.Item, l.Note)
 	}
-	f := s.VPC.FlowLogs
-	if f.Enabled {
-		fmt.Fprintf(&b, "Not hourly: VPC flow logs ($%.2f per GB delivered, $%.2f per GB-month stored), data the NAT gateway processes and data transfer.\n\n",
-			topology.FlowLogDeliveryUSDPerGB, topology.FlowLogStorageUSDPerGBMonth)
+	var logs []string
+	if s.VPC.FlowLogs.Enabled {
+		logs = append(logs, "VPC flow logs")
+	}
+	if len(s.Cluster.LogTypes) > 0 {
+		logs = append(logs, "EKS control-plane logs")
+	}
+	if len(logs) > 0 {
+		fmt.Fprintf(&b, "Not hourly: %s ($%.2f per GB ingested, $%.2f per GB-month stored), data the NAT gateway processes and data transfer.\n\n",
+			strings.Join(logs, " and "), topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth)
+	} else {
+		b.WriteString("Not hourly: data the NAT gateway processes and data transfer.\n\n")
 	}
 	fmt.Fprintf(&b, "Prices: %s", c.Source)
 	if s.Region != topology.PriceRegion {
@@ -249,11 +258,26 @@ func flowLogLine(s topology.StackSpec) string {
 		return "not set by gpucluster: the existing VPC's owner configures them"
 	}
 	note := fmt.Sprintf("%s traffic to CloudWatch Logs `%s`, kept %d days (deleted with the stack); $%.2f per GB delivered and $%.2f per GB-month stored (%s)",
-		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, topology.FlowLogDeliveryUSDPerGB, topology.FlowLogStorageUSDPerGBMonth, topology.FlowLogPriceSource)
+		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth, topology.LogsPriceSource)
 	if s.Region != topology.PriceRegion {
 		note += "; " + s.Region + " prices differ"
 	}
 	return note + "; volume grows with the number of flows, not their bytes"
+}
+
+// controlPlaneLogLine says where the control-plane logs go and what they cost: per GB, since their
+// volume follows the API server's traffic (the audit log above all), which no plan can know.
+func controlPlaneLogLine(s topology.StackSpec) string {
+	if len(s.Cluster.LogTypes) == 0 {
+		return "off: EKS records no control-plane logs"
+	}
+	note := fmt.Sprintf("%s to CloudWatch Logs `%s`, created by the stack before the cluster (EKS would create it unowned, kept forever), kept %d days and deleted with the stack; $%.2f per GB ingested and $%.2f per GB-month stored (%s)",
+		strings.Join(s.Cluster.LogTypes, ", "), topology.ControlPlaneLogGroup(s.Cluster.Name), topology.ControlPlaneLogRetentionDays,
+		topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth, topology.LogsPriceSource)
+	if s.Region != topology.PriceRegion {
+		note += "; " + s.Region + " prices differ"
+	}
+	return note + "; the audit log grows with every API request"
 }
 
 func vpcLine(v topology.VPCSettings) string {

@@ -22,6 +22,9 @@ type Args struct {
 	PrivateSubnetIDs pulumi.StringArrayInput
 	PublicSubnetIDs  pulumi.StringArrayInput
 	Tags             map[string]string
+	// AWSProfile is the stack's aws:profile ("" for none): the credentials the AWS provider uses,
+	// which `aws eks get-token` must use too.
+	AWSProfile string
 	// Needs are what the nodes use outside the cluster until they are gone (the route to AWS's
 	// APIs): the system node group depends on them.
 	Needs []pulumi.Resource
@@ -31,8 +34,12 @@ type Args struct {
 type Cluster struct {
 	pulumi.ResourceState
 
-	Name                 pulumi.StringOutput `pulumi:"name"`
-	Kubeconfig           pulumi.StringOutput `pulumi:"kubeconfig"` // secret
+	Name       pulumi.StringOutput `pulumi:"name"`
+	Kubeconfig pulumi.StringOutput `pulumi:"kubeconfig"` // secret
+	// ProviderKubeconfig is the kubeconfig the program's Kubernetes provider uses: pulumi-eks's,
+	// with the stack's AWS profile for `aws eks get-token` (not an output: a user's own kubeconfig
+	// names their own profile).
+	ProviderKubeconfig   pulumi.StringOutput
 	Endpoint             pulumi.StringOutput `pulumi:"endpoint"`
 	CertificateAuthority pulumi.StringOutput `pulumi:"certificateAuthority"` // base64 PEM
 	NodeSecurityGroupID  pulumi.StringOutput `pulumi:"nodeSecurityGroupId"`
@@ -155,6 +162,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	// derived from the component's URN, which carries the dependency.
 	c.Name = c.EKS.URN().ApplyT(func(pulumi.URN) string { return s.Name }).(pulumi.StringOutput)
 	c.Kubeconfig = pulumi.ToSecret(c.EKS.KubeconfigJson).(pulumi.StringOutput)
+	c.ProviderKubeconfig = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) { return WithProfile(k, args.AWSProfile) }).(pulumi.StringOutput)
 	c.Endpoint = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) { return kubeconfigField(k, "server") }).(pulumi.StringOutput)
 	c.CertificateAuthority = c.EKS.KubeconfigJson.ApplyT(func(k string) (string, error) {
 		return kubeconfigField(k, "certificate-authority-data")

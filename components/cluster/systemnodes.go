@@ -63,3 +63,34 @@ func kubeconfigField(kubeconfig, field string) (string, error) {
 	}
 	return kc.Clusters[0].Cluster[field], nil
 }
+
+// WithProfile adds the AWS profile to every exec credential of a kubeconfig, as pulumi-eks does
+// for its own provider (cluster.js generateKubeconfig: env AWS_PROFILE) but not for the
+// kubeconfigJson it exports. Without it, `aws eks get-token` runs with the default credential
+// chain while the AWS provider uses aws:profile: another identity, or none.
+func WithProfile(kubeconfig, profile string) (string, error) {
+	if profile == "" {
+		return kubeconfig, nil
+	}
+	var kc map[string]any
+	if err := json.Unmarshal([]byte(kubeconfig), &kc); err != nil {
+		return "", fmt.Errorf("reading the cluster kubeconfig: %w", err)
+	}
+	users, _ := kc["users"].([]any)
+	found := false
+	for _, u := range users {
+		user, _ := u.(map[string]any)["user"].(map[string]any)
+		exec, ok := user["exec"].(map[string]any)
+		if !ok {
+			continue
+		}
+		env, _ := exec["env"].([]any)
+		exec["env"] = append(env, map[string]any{"name": "AWS_PROFILE", "value": profile})
+		found = true
+	}
+	if !found {
+		return "", fmt.Errorf("the cluster kubeconfig has no exec credential to give the AWS profile %q", profile)
+	}
+	b, err := json.Marshal(kc)
+	return string(b), err
+}

@@ -190,8 +190,12 @@ func outputs(args pulumi.MockResourceArgs, id string) resource.PropertyMap {
 			name = v.StringValue()
 		}
 		out = out.Copy()
-		out["kubeconfigJson"] = resource.NewPropertyValue(fmt.Sprintf(`{"apiVersion":"v1","kind":"Config","clusters":[{"name":%q,"cluster":{"server":"https://%s.mock.eks.amazonaws.com","certificate-authority-data":"TU9DSw=="}}]}`,
-			name, strings.ToUpper(name)))
+		// pulumi-eks's shape (cluster.js generateKubeconfig): one cluster, and a user whose exec
+		// credential runs `aws eks get-token`.
+		out["kubeconfigJson"] = resource.NewPropertyValue(fmt.Sprintf(`{"apiVersion":"v1","kind":"Config","clusters":[{"name":"kubernetes","cluster":{"server":"https://%s.mock.eks.amazonaws.com","certificate-authority-data":"TU9DSw=="}}],`+
+			`"contexts":[{"name":"aws","context":{"cluster":"kubernetes","user":"aws"}}],"current-context":"aws",`+
+			`"users":[{"name":"aws","user":{"exec":{"apiVersion":"client.authentication.k8s.io/v1beta1","command":"aws","args":["eks","get-token","--cluster-name",%q,"--output","json"],"env":[{"name":"KUBERNETES_EXEC_INFO","value":"{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\"}"}]}}}]}`,
+			strings.ToUpper(name), name))
 	}
 	return out
 }

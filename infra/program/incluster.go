@@ -28,9 +28,10 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	tags := spec.Tags()
 	in := &InCluster{KarpenterPools: map[string]*karpenter.Pool{}}
 	var err error
-	// The provider takes the kubeconfig as pulumi-eks writes it: it carries no credential (it runs
-	// `aws eks get-token`), and an unknown wrapped in a secret cannot be previewed.
-	in.Provider, err = kubernetes.NewProvider(ctx, spec.Cluster.Name, &kubernetes.ProviderArgs{Kubeconfig: d.Cluster.EKS.KubeconfigJson},
+	// The provider takes the kubeconfig as pulumi-eks writes it, with the stack's AWS profile: it
+	// carries no credential (it runs `aws eks get-token`), and an unknown wrapped in a secret
+	// cannot be previewed.
+	in.Provider, err = kubernetes.NewProvider(ctx, spec.Cluster.Name, &kubernetes.ProviderArgs{Kubeconfig: d.Cluster.ProviderKubeconfig},
 		pulumi.Parent(d.Cluster)) // the cluster's own access
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 var (
@@ -391,4 +392,33 @@ func boolOrder(a, b bool) int {
 		return -1
 	}
 	return 1
+}
+
+// TestProviderKubeconfigCarriesTheAWSProfile: with aws:profile set, `aws eks get-token` in the
+// Kubernetes provider's kubeconfig runs under that profile, as the AWS provider does; without
+// it, the kubeconfig is pulumi-eks's unchanged.
+func TestProviderKubeconfigCarriesTheAWSProfile(t *testing.T) {
+	spec, err := topology.LoadStack("../../stacks/Pulumi.dev.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, profile := range []string{"ml-platform", ""} {
+		engine := offline.NewEngine(spec.Stack)
+		if profile != "" {
+			engine = engine.WithConfig(map[string]string{"aws:profile": profile})
+		}
+		if err := engine.Run(func(ctx *pulumi.Context) error { _, err := Build(ctx, spec); return err }); err != nil {
+			t.Fatal(err)
+		}
+		var kubeconfig string
+		for _, r := range engine.Resources() {
+			if r.Type == "pulumi:providers:kubernetes" {
+				kubeconfig, _ = r.Input("kubeconfig").(string)
+			}
+		}
+		has := strings.Contains(kubeconfig, `{"name":"AWS_PROFILE","value":"ml-platform"}`)
+		if kubeconfig == "" || has != (profile != "") || strings.Contains(kubeconfig, `"AWS_PROFILE"`) != (profile != "") {
+			t.Errorf("aws:profile %q: provider kubeconfig %s", profile, kubeconfig)
+		}
+	}
 }

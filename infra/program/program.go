@@ -106,6 +106,12 @@ func engineConfig(ctx *pulumi.Context, fileData []byte) topology.EngineConfig {
 	return ec
 }
 
+// awsProfile is the stack's aws:profile, as the engine passes it ("" offline without one).
+func awsProfile(ctx *pulumi.Context) string {
+	p, _ := ctx.GetConfig("aws:profile")
+	return p
+}
+
 // exported receives the stack outputs; tests read them here (Pulumi's mocks do not pass them on).
 var exported = func(map[string]pulumi.Output) {}
 
@@ -145,7 +151,7 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 	d.Cluster, err = cluster.New(ctx, spec.Cluster.Name, cluster.Args{
 		Region: spec.Region, Settings: spec.Cluster, VpcID: d.Network.VpcID,
 		PrivateSubnetIDs: d.Network.AllPrivateSubnets(), PublicSubnetIDs: d.Network.AllPublicSubnets(), Tags: tags,
-		Needs: d.Network.Egress,
+		AWSProfile: awsProfile(ctx), Needs: d.Network.Egress,
 	})
 	if err != nil {
 		return nil, err

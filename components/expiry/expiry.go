@@ -215,6 +215,11 @@ func nodePoolJob(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Res
 					Spec: &corev1.PodSpecArgs{
 						ServiceAccountName: pulumi.String(JobName),
 						RestartPolicy:      pulumi.String("OnFailure"),
+						// kubectl makes HTTPS calls and writes its cache: the runtime's default
+						// syscall filter allows both.
+						SecurityContext: &corev1.PodSecurityContextArgs{
+							SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")},
+						},
 						// On the system nodes, never on a node it is about to remove.
 						NodeSelector:   pulumi.StringMap{topology.LabelPool: pulumi.String(topology.SystemPool)},
 						InitContainers: patches,

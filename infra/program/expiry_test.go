@@ -76,6 +76,9 @@ func TestExpiryStopsEveryPool(t *testing.T) {
 		!strings.Contains(str(podSpec["containers"]), "karpenter.sh/nodepool in (exp-burst)") {
 		t.Errorf("cronjob %v", spec)
 	}
+	if sc, _ := podSpec["securityContext"].(map[string]any); str(sc["seccompProfile"]) != str(map[string]any{"type": "RuntimeDefault"}) {
+		t.Errorf("the expiry job's pod has no RuntimeDefault seccomp profile: %v", podSpec["securityContext"])
+	}
 	role := one(t, ev.ofType("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"), "ClusterRoles").Inputs.Mappable()
 	if rules := str(role["rules"]); !strings.Contains(rules, "resourceNames:[exp-burst]") || strings.Contains(rules, "*") {
 		t.Errorf("cluster role rules %s", rules)

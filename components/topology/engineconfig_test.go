@@ -149,3 +149,12 @@ func TestProviderSecretsAreRedactedButDoNotMakeTheStackSecret(t *testing.T) {
 		t.Errorf("a provider secret reached a message: %v", err)
 	}
 }
+
+// Offline, a secret gpucluster never reads (another namespace's: the AWS provider's key) does not
+// stop the plan; only secrets of keys it reads are refused.
+func TestOfflineIgnoresSecretsItNeverReads(t *testing.T) {
+	file := "config:\n  aws:region: us-east-1\n  aws:secretKey:\n    secure: v1:abc\n  gpucluster:pools:\n    - {name: gpu, profile: dev}\n"
+	if _, err := ParseStack("stacks/Pulumi.x.yaml", []byte(file)); err != nil {
+		t.Errorf("a provider secret stopped the offline read: %v", err)
+	}
+}

@@ -177,6 +177,11 @@ func (r *reader) refuseSecrets(root *yaml.Node) {
 	}
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
+		// Only what gpucluster reads: another namespace's secret (aws:secretKey, set with
+		// `pulumi config set --secret`) is the engine's business, not the offline commands'.
+		if top := topKey(path); path != "config" && top != KeyRegion && !strings.HasPrefix(top, ConfigNamespace+":") {
+			return
+		}
 		if isSecure(n) {
 			r.fail(n.Line, path, "plan it with `pulumi preview`, which decrypts it, or keep this value in plain config",
 				"%s is a Pulumi secret, and gpucluster's offline commands cannot decrypt it", path)

@@ -33,6 +33,24 @@ type SystemNodes struct {
 	Count        int    `json:"count"`
 }
 
+// PrincipalIdentity is what EKS keys an access entry by, for comparing principals: the account,
+// the kind (role or user) and the name, which IAM does not distinguish by case; an assumed-role
+// session (arn:aws:sts::<account>:assumed-role/<role>/<session>, what GetCallerIdentity returns
+// for a role) is its role. Paths are dropped: a session ARN does not carry its role's path.
+func PrincipalIdentity(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) < 6 {
+		return strings.ToLower(arn)
+	}
+	account, resource := parts[4], parts[5]
+	segs := strings.Split(resource, "/")
+	kind, name := segs[0], segs[len(segs)-1]
+	if kind == "assumed-role" && len(segs) >= 3 {
+		kind, name = "role", segs[1]
+	}
+	return account + ":" + kind + "/" + strings.ToLower(name)
+}
+
 // karpenterChartReplicas is the Karpenter chart's replica count (charts/karpenter/values.yaml
 // `replicas: 2`, v1.14.1), whose pods carry a *required* anti-affinity per host
 // (`podAntiAffinity ... topologyKey: kubernetes.io/hostname`): each replica needs a node of its own.
@@ -217,11 +235,22 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeyPublicAccessCIDRs, "list the CIDRs allowed to reach the public endpoint, or set endpointPublicAccess: false",
 			"a public endpoint needs at least one allowed CIDR")
 	}
+	seen := map[string]int{}
 	for i, arn := range c.AdminRoleARNs {
 		if !principalPattern.MatchString(arn) {
 			ps.add(fmt.Sprintf("%s[%d]", KeyAdminRoleARNs, i), "write an IAM role or user ARN: arn:aws:iam::123456789012:role/name",
 				"%q is not an IAM role or user ARN", arn)
+			continue
 		}
+		// One access entry per principal (EKS CreateAccessEntry: "You can't specify the same ARN
+		// in more than one access entry"; the second fails with ResourceInUseException). IAM
+		// names are not case-sensitive.
+		if j, dup := seen[PrincipalIdentity(arn)]; dup {
+			ps.add(fmt.Sprintf("%s[%d]", KeyAdminRoleARNs, i), fmt.Sprintf("remove it: %s[%d] names the same principal", KeyAdminRoleARNs, j),
+				"%q is listed twice; EKS refuses a second access entry for one principal (ResourceInUseException)", arn)
+			continue
+		}
+		seen[PrincipalIdentity(arn)] = i
 	}
 	if c.SystemNodes.Count < 1 {
 		ps.add(KeySystemNodes+".count", "set count to 1 or more (2 keeps CoreDNS available during node replacement)",

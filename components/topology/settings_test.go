@@ -79,6 +79,7 @@ func TestSettingsErrors(t *testing.T) {
 		{"  aws:region: us-east-1\n  gpucluster:publicAccessCidrs: [10.0.0.0/33]\n", 3, "gpucluster:publicAccessCidrs[0]", "is not a CIDR"},
 		{"  aws:region: us-east-1\n  gpucluster:publicAccessCidrs: []\n", 3, "gpucluster:publicAccessCidrs", "needs at least one allowed CIDR"},
 		{"  aws:region: us-east-1\n  gpucluster:adminRoleArns: [admin]\n", 3, "gpucluster:adminRoleArns[0]", "is not an IAM role or user ARN"},
+		{"  aws:region: us-east-1\n  gpucluster:adminRoleArns: [\"arn:aws:iam::111122223333:role/Admin\", \"arn:aws:iam::111122223333:role/ops/admin\"]\n", 3, "gpucluster:adminRoleArns[1]", "is listed twice"},
 		{"  aws:region: us-east-1\n  gpucluster:systemNodes: {count: 0}\n", 3, "gpucluster:systemNodes.count", "CoreDNS and the Karpenter controller"},
 		{"  aws:region: us-east-1\n  gpucluster:systemNodes: {size: 2}\n", 3, "gpucluster:systemNodes.size", "unknown key"},
 		{"  aws:region: us-east-1\n  gpucluster:endpointPublicAccess: yes\n", 3, "gpucluster:endpointPublicAccess", `"yes" is not true or false`},
@@ -117,6 +118,26 @@ func TestKarpenterReplicasFitTheSystemNodes(t *testing.T) {
 	for nodes, want := range map[int]int{1: 1, 2: 2, 3: 2, 10: 2} {
 		if got := (SystemNodes{Count: nodes}).KarpenterReplicas(); got != want {
 			t.Errorf("%d system nodes: %d Karpenter replicas, want %d", nodes, got, want)
+		}
+	}
+}
+
+func TestPrincipalIdentity(t *testing.T) {
+	for _, same := range [][2]string{
+		{"arn:aws:iam::111122223333:role/Admin", "arn:aws:sts::111122223333:assumed-role/admin/alice@example.com"},
+		{"arn:aws:iam::111122223333:role/team/Admin", "arn:aws:iam::111122223333:role/admin"},
+		{"arn:aws-us-gov:iam::111122223333:user/Bob", "arn:aws-us-gov:iam::111122223333:user/bob"},
+	} {
+		if PrincipalIdentity(same[0]) != PrincipalIdentity(same[1]) {
+			t.Errorf("%s and %s are one principal: %s vs %s", same[0], same[1], PrincipalIdentity(same[0]), PrincipalIdentity(same[1]))
+		}
+	}
+	for _, other := range [][2]string{
+		{"arn:aws:iam::111122223333:role/Admin", "arn:aws:iam::444455556666:role/Admin"},
+		{"arn:aws:iam::111122223333:role/Admin", "arn:aws:iam::111122223333:user/Admin"},
+	} {
+		if PrincipalIdentity(other[0]) == PrincipalIdentity(other[1]) {
+			t.Errorf("%s and %s are different principals", other[0], other[1])
 		}
 	}
 }

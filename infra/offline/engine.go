@@ -77,6 +77,9 @@ type Engine struct {
 	config  map[string]string
 	secrets []string
 
+	// caller is GetCallerIdentity's Arn ("" for OfflineCaller).
+	caller string
+
 	mu        sync.Mutex
 	resources []Resource
 }
@@ -157,9 +160,28 @@ func options(rpc *pulumirpc.RegisterResourceRequest) Options {
 	return o
 }
 
-// Call answers invokes. The program makes none, so one is an error: a new data-source lookup
-// would make the offline plan depend on the cloud, which must be a deliberate change.
+// OfflineCaller is the identity the offline engine answers GetCallerIdentity with: offline, no
+// one runs pulumi, so the program's check of adminRoleArns against the caller (which runs for real
+// under pulumi preview and up) finds no match.
+const OfflineCaller = "arn:aws:sts::" + MockAccount + ":assumed-role/gpucluster-offline/plan"
+
+// WithCaller makes the engine answer GetCallerIdentity with arn (tests of the admin check).
+func (e *Engine) WithCaller(arn string) *Engine {
+	e.caller = arn
+	return e
+}
+
+// Call answers invokes. The program makes one, GetCallerIdentity (only with adminRoleArns); any
+// other is an error: a new data-source lookup would make the offline plan depend on the cloud,
+// which must be a deliberate change.
 func (e *Engine) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	if args.Token == "aws:index/getCallerIdentity:getCallerIdentity" {
+		caller := e.caller
+		if caller == "" {
+			caller = OfflineCaller
+		}
+		return resource.NewPropertyMapFromMap(map[string]any{"accountId": MockAccount, "arn": caller, "userId": "AROAOFFLINE", "id": MockAccount}), nil
+	}
 	return nil, fmt.Errorf("offline: unexpected invoke %s: the program must not read from the cloud", args.Token)
 }
 

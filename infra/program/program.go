@@ -106,6 +106,21 @@ func engineConfig(ctx *pulumi.Context, fileData []byte) topology.EngineConfig {
 	return ec
 }
 
+// checkAdmins refuses, before anything is created, an admin entry for the identity running the
+// program (topology.CreatorAdminProblem). Only the engine knows that identity: it is asked once.
+func checkAdmins(ctx *pulumi.Context, spec topology.StackSpec) error {
+	if len(spec.Cluster.AdminRoleARNs) == 0 {
+		return nil
+	}
+	var caller struct {
+		Arn string `pulumi:"arn"`
+	}
+	if err := ctx.Invoke("aws:index/getCallerIdentity:getCallerIdentity", struct{}{}, &caller); err != nil {
+		return fmt.Errorf("reading the identity running pulumi, to check %s: %w", topology.KeyAdminRoleARNs, err)
+	}
+	return topology.CreatorAdminProblem(spec, caller.Arn)
+}
+
 // awsProfile is the stack's aws:profile, as the engine passes it ("" offline without one).
 func awsProfile(ctx *pulumi.Context) string {
 	p, _ := ctx.GetConfig("aws:profile")
@@ -140,6 +155,9 @@ const (
 
 // Build creates every AWS resource of a derived stack.
 func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
+	if err := checkAdmins(ctx, spec); err != nil {
+		return nil, err
+	}
 	tags := spec.Tags()
 	d := &Deployment{Spec: spec, Pools: map[string]*nodepool.NodePool{}, PodTemplates: map[string]map[string]any{},
 		BenchmarkJobs: map[string]map[string]any{}}

@@ -638,3 +638,39 @@ func TestControlPlaneLogGroupIsOwned(t *testing.T) {
 		t.Error("the EKS cluster does not depend on its log group: EKS could create it first, unowned")
 	}
 }
+
+// TestCreatorInAdminRoleArnsIsRefusedBeforeAnythingExists: an admin entry for the identity
+// running pulumi (here an assumed-role session of the listed role, as GetCallerIdentity returns
+// it) fails the program with the file, line, key and fix, before a single resource is registered.
+func TestCreatorInAdminRoleArnsIsRefusedBeforeAnythingExists(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.admins.yaml")
+	stack := "config:\n  aws:region: us-east-1\n  gpucluster:adminRoleArns:\n    - arn:aws:iam::111122223333:role/ops\n    - arn:aws:iam::111122223333:role/Platform\n" +
+		"  gpucluster:pools:\n    - {name: gpu, profile: dev}\n"
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := topology.LoadStack(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for caller, refused := range map[string]bool{
+		"arn:aws:sts::111122223333:assumed-role/platform/alice": true,
+		"arn:aws:sts::111122223333:assumed-role/deployer/ci":    false,
+	} {
+		engine := offline.NewEngine(spec.Stack).WithCaller(caller)
+		err := engine.Run(func(ctx *pulumi.Context) error { _, err := Build(ctx, spec); return err })
+		if !refused {
+			if err != nil {
+				t.Errorf("caller %s: %v", caller, err)
+			}
+			continue
+		}
+		want := file + ":5: gpucluster:adminRoleArns[1]: "
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ResourceInUseException") {
+			t.Errorf("caller %s: error %v, want one at %s", caller, err, want)
+		}
+		if n := len(engine.Resources()); n != 0 {
+			t.Errorf("caller %s: %d resources registered before the refusal", caller, n)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 // Package fabricmanager runs NVIDIA Fabric Manager as a privileged DaemonSet on the NVSwitch
-// pools whose image does not run it on the host (the topology core decides which). Without it,
-// NVLink through NVSwitch is unusable and CUDA fails with error 802 ("system not yet initialized").
+// pools whose image does not run it on the host (the topology core decides which), and on the
+// pools whose host runs it, a small gate. Without fabric manager, NVLink through NVSwitch is
+// unusable and CUDA fails with error 802 ("system not yet initialized"); so every NVSwitch node
+// starts with topology.FabricManagerTaint, and whichever of the two runs on it removes the taint
+// once fabric manager answers, letting training pods in.
 package fabricmanager
 
 import (
 	"strconv"
-	"strings"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -44,57 +46,71 @@ type FabricManager struct {
 // Name of the DaemonSet.
 const Name = "nvidia-fabricmanager"
 
-// script installs the fabric manager matching the driver and runs it in the foreground.
-func script(driver string) string {
-	major, _, _ := strings.Cut(driver, ".")
-	return strings.Join([]string{
-		"set -eu",
-		"apt-get update -qq",
-		"apt-get install -y -qq --no-install-recommends nvidia-fabricmanager-" + major + "=" + driver + "-1",
-		// Stay in the foreground so the kubelet supervises it.
-		"sed -i 's/^DAEMONIZE=.*/DAEMONIZE=0/' " + configFile,
-		"exec nv-fabricmanager -c " + configFile,
-	}, "\n")
-}
+// GateName names the gate DaemonSet; ServiceAccount the identity both use to lift the taint.
+const (
+	GateName       = "nvidia-fabricmanager-gate"
+	ServiceAccount = "nvidia-fabricmanager"
+)
 
-// New deploys fabric manager on the pools whose spec says a DaemonSet runs it.
+// SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written. The
+// fabric-manager DaemonSet updates OnDelete, and the provider's await counts a DaemonSet ready
+// only when every pod runs the new template (provider/pkg/await/daemonset.go, v4.23.0: "OnDelete
+// rollouts will wait until pods have been manually cleaned up unless the skipAwait annotation
+// is present"): without it every change would hold `pulumi up` for ten minutes and fail it.
+const SkipAwait = "pulumi.com/skipAwait"
+
+// New deploys fabric manager on the pools whose spec says a DaemonSet runs it, and the gate on
+// the pools whose host runs it.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*FabricManager, error) {
-	var pools []topology.PoolSpec
+	var pools, gated []topology.PoolSpec
 	for _, p := range args.Pools {
 		if p.InCluster.FabricManager.Deploy {
 			pools = append(pools, p)
 		}
+		if p.InCluster.FabricManager.Gate {
+			gated = append(gated, p)
+		}
 	}
 	fm := &FabricManager{}
-	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
+	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools)),
+		"gatedPools": pulumi.ToStringArray(k8sargs.PoolNames(gated))}
 	if err := ctx.RegisterComponentResourceV2("gpucluster:index:FabricManager", name, props, fm, opts...); err != nil {
 		return nil, err
 	}
 	fm.Name = pulumi.String("").ToStringOutput()
+	if len(pools)+len(gated) == 0 {
+		return fm, ctx.RegisterResourceOutputs(fm, pulumi.Map{"name": fm.Name})
+	}
+	binding, err := taintLifter(ctx, name, args.Labels, pulumi.Parent(fm))
+	if err != nil {
+		return nil, err
+	}
+	after := pulumi.DependsOn([]pulumi.Resource{binding})
 	if len(pools) > 0 {
-		labels := pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(Name)}
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
-			Metadata: k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion})),
+			Metadata: withSkipAwait(k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion}))),
 			Spec: &appsv1.DaemonSetSpecArgs{
-				Selector: &metav1.LabelSelectorArgs{MatchLabels: labels},
-				// One node at a time: restarting fabric manager under a running job breaks NVLink.
+				Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(Name)}},
+				// One node at a time, when its pod is deleted (a node replaced, or an operator in a
+				// maintenance window): restarting fabric manager under a running job breaks NVLink.
 				UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("OnDelete")},
 				Template: &corev1.PodTemplateSpecArgs{
-					Metadata: &metav1.ObjectMetaArgs{Labels: labels},
+					Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(Name)}},
 					Spec: &corev1.PodSpecArgs{
 						// The host's PIDs (fabric manager coordinates with the driver's processes); not
 						// the host's network: the readiness probe runs in the container, beside fabric
 						// manager's 127.0.0.1 command port, and NVSwitch is reached through /dev.
-						HostPID:                      pulumi.Bool(true),
-						PriorityClassName:            pulumi.String("system-node-critical"),
-						AutomountServiceAccountToken: pulumi.Bool(false),
-						Affinity:                     k8sargs.OnPools(pools),
-						Tolerations:                  k8sargs.Tolerations(pools),
+						HostPID:            pulumi.Bool(true),
+						PriorityClassName:  pulumi.String("system-node-critical"),
+						ServiceAccountName: pulumi.String(ServiceAccount), // its token lifts the taint
+						Affinity:           k8sargs.OnPools(pools),
+						Tolerations:        k8sargs.Tolerations(pools),
 						Containers: corev1.ContainerArray{corev1.ContainerArgs{
 							Name:    pulumi.String("fabricmanager"),
 							Image:   pulumi.String(BaseImage),
-							Command: pulumi.StringArray{pulumi.String("bash"), pulumi.String("-c"), pulumi.String(script(args.DriverVersion))},
-							Env:     corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
+							Command: pulumi.StringArray{pulumi.String("bash"), pulumi.String("-c"), pulumi.String(daemonSetScript(args.DriverVersion))},
+							Env: append(corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
+								lifterEnv()...),
 							// NVSwitch devices and the driver's runtime state are the host's.
 							SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 							ReadinessProbe: &corev1.ProbeArgs{
@@ -115,11 +131,21 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 					},
 				},
 			},
-		}, pulumi.Parent(fm))
+		}, pulumi.Parent(fm), after)
 		if err != nil {
 			return nil, err
 		}
 		fm.Name = ds.Metadata.Name().Elem()
 	}
+	if len(gated) > 0 {
+		if err := gate(ctx, name+"-gate", gated, args.Labels, pulumi.Parent(fm), after); err != nil {
+			return nil, err
+		}
+	}
 	return fm, ctx.RegisterResourceOutputs(fm, pulumi.Map{"name": fm.Name})
+}
+
+func withSkipAwait(md *metav1.ObjectMetaArgs) *metav1.ObjectMetaArgs {
+	md.Annotations = pulumi.StringMap{SkipAwait: pulumi.String("true")}
+	return md
 }

@@ -44,7 +44,7 @@ func Tolerations(pools []topology.PoolSpec) corev1.TolerationArray {
 	seen := map[topology.Toleration]bool{}
 	var out corev1.TolerationArray
 	for _, p := range pools {
-		for _, t := range p.Tolerations {
+		for _, t := range append(append([]topology.Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
 			if seen[t] {
 				continue
 			}

@@ -77,7 +77,10 @@ type nodeClaimSpec struct {
 	NodeClassRef nodeClassRef     `json:"nodeClassRef"`
 	Requirements []requirement    `json:"requirements"`
 	Taints       []topology.Taint `json:"taints"`
-	ExpireAfter  string           `json:"expireAfter"`
+	// StartupTaints: Karpenter launches for pods that do not tolerate them, and expects another
+	// agent to remove them (Karpenter docs, NodePools: startupTaints).
+	StartupTaints []topology.Taint `json:"startupTaints,omitempty"`
+	ExpireAfter   string           `json:"expireAfter"`
 }
 
 type nodeClassRef struct {
@@ -176,7 +179,8 @@ func nodePool(a PoolArgs, name string) nodePoolSpec {
 			{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{s.Capacity.KarpenterType}},
 			{Key: "topology.kubernetes.io/zone", Operator: "In", Values: s.AvailabilityZones},
 		},
-		Taints: s.Taints,
+		Taints:        s.Taints,
+		StartupTaints: s.StartupTaints,
 		// A GPU node lives as long as its job: no forced expiry in the middle of a run.
 		ExpireAfter: "Never",
 	}

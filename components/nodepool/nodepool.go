@@ -170,7 +170,9 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 	}[spec.AMI.Family]
 	capacity := spec.Capacity.NodeGroupType
 	var taints awseks.NodeGroupTaintArray
-	for _, t := range spec.Taints {
+	// Startup taints too: EKS puts a node group's taints on each node when it registers, and the
+	// node's initializer lifts its startup taint later (EKS does not put it back).
+	for _, t := range append(append([]topology.Taint{}, spec.Taints...), spec.StartupTaints...) {
 		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(taintEffect[t.Effect])})
 	}
 	var instanceTypes pulumi.StringArrayInput = pulumi.StringArray{pulumi.String(spec.Instance.Name)}

@@ -63,6 +63,7 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 		spec.Network.EFASecurityGroup = efaSecurityGroupRules()
 	}
 	spec.InCluster = deriveInCluster(poolName, p, it, efa)
+	spec.StartupTaints = startupTaints(spec.InCluster.FabricManager)
 	spec.TrainingPod = deriveTrainingPod(p, it, efa, spec.InCluster.NodeSelector, spec.Tolerations)
 	intra, inter := expectedTransports(p, it, spec.TrainingPod)
 	gbps, note := expectedBandwidth(it, spec.TrainingPod.PodsPerNode*spec.TrainingPod.EFAPerPod)
@@ -111,6 +112,11 @@ func deriveInCluster(poolName string, p Profile, it InstanceType, efa int) InClu
 		in.EFADevicePlugin = Decision{false, "no EFA interfaces in this pool"}
 	}
 	in.FabricManager = deriveFabricManager(p, it)
+	in.FabricManager.Gate = in.FabricManager.RunBy == FabricManagerRunByHost
+	// NVIDIA's driver container starts NVLSM with fabric manager on NVLink 5 systems
+	// (gpu-driver-container nvidia-driver: "Detected NVLink5+ system"); the EKS AL2023 NVIDIA image
+	// installs nvlsm for them (amazon-eks-ami install-nvidia-driver.sh).
+	in.FabricManager.NVLinkSubnetManager = in.FabricManager.Required && it.NVLinkGeneration >= 5
 	return in
 }
 

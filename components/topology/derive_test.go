@@ -103,7 +103,8 @@ func TestFabricManagerDecisions(t *testing.T) {
 		{"p4d.24xlarge", AMICustom, FabricManagerAuto, FabricManagerRunByDaemonSet, true},
 		{"p4d.24xlarge", AMICustom, FabricManagerDaemonSet, FabricManagerRunByDaemonSet, true},
 		{"p4d.24xlarge", AMICustom, FabricManagerHost, FabricManagerRunByHost, false},
-		{"p6-b200.48xlarge", AMICustom, FabricManagerAuto, FabricManagerRunByDaemonSet, true},
+		{"p6-b200.48xlarge", AMICustom, FabricManagerHost, FabricManagerRunByHost, false},
+		{"p6-b200.48xlarge", AMIAL2023NVIDIA, FabricManagerAuto, FabricManagerRunByHost, false},
 		{"g6e.48xlarge", AMICustom, FabricManagerAuto, FabricManagerNotNeeded, false},
 		{"g6e.48xlarge", AMIAL2023NVIDIA, FabricManagerHost, FabricManagerNotNeeded, false},
 	}
@@ -121,6 +122,28 @@ func TestFabricManagerDecisions(t *testing.T) {
 		fm := s.InCluster.FabricManager
 		if fm.RunBy != c.runBy || fm.Deploy != c.deploy || fm.Reason == "" {
 			t.Errorf("%s %s %s: got %+v, want runBy %s deploy %v", c.instance, c.ami, c.mode, fm, c.runBy, c.deploy)
+		}
+		// Every NVSwitch node starts tainted until fabric manager serves; a host's fabric manager
+		// gets a gate to lift it, the DaemonSet lifts it itself.
+		wantTaints := 0
+		if fm.Required {
+			wantTaints = 1
+		}
+		if len(s.StartupTaints) != wantTaints || fm.Gate != (c.runBy == FabricManagerRunByHost) ||
+			fm.NVLinkSubnetManager != (c.instance == "p6-b200.48xlarge") {
+			t.Errorf("%s %s %s: startup taints %v, gate %v, NVLSM %v", c.instance, c.ami, c.mode, s.StartupTaints, fm.Gate, fm.NVLinkSubnetManager)
+		}
+	}
+}
+
+// TestNVLink5RefusesTheFabricManagerDaemonSet: the DaemonSet runs no NVLink Subnet Manager, so a
+// p6-b200 pool that would need it is refused with the fix.
+func TestNVLink5RefusesTheFabricManagerDaemonSet(t *testing.T) {
+	for _, mode := range []FabricManagerMode{FabricManagerAuto, FabricManagerDaemonSet} {
+		p := base()
+		p.InstanceType, p.AMIFamily, p.AMIID, p.FabricManager = "p6-b200.48xlarge", AMICustom, "ami-0123456789abcdef0", mode
+		if _, err := Derive("x", p); err == nil || !strings.Contains(err.Error(), "NVLink Subnet Manager") {
+			t.Errorf("fabricManager %s: %v", mode, err)
 		}
 	}
 }

@@ -55,6 +55,9 @@ type PoolSpec struct {
 	Labels      map[string]string `json:"labels"`
 	Taints      []Taint           `json:"taints"`
 	Tolerations []Toleration      `json:"tolerations"`
+	// StartupTaints are on every new node until it is initialized (FabricManagerTaint on NVSwitch
+	// pools); Taints and Tolerations do not include them.
+	StartupTaints []Taint `json:"startupTaints"`
 
 	InCluster   InClusterSpec   `json:"inCluster"`
 	TrainingPod TrainingPodSpec `json:"trainingPod"`
@@ -187,6 +190,12 @@ type FabricManagerDecision struct {
 	RunBy    string `json:"runBy"`
 	Deploy   bool   `json:"deployDaemonSet"`
 	Reason   string `json:"reason"`
+	// Gate: a small DaemonSet lifts FabricManagerTaint once the host's fabric manager answers
+	// (host-run fabric manager; the DaemonSet lifts it itself).
+	Gate bool `json:"gate"`
+	// NVLinkSubnetManager: the NVSwitch generation needs NVLSM beside fabric manager (NVLink 5,
+	// fourth-generation NVSwitch: HGX B200).
+	NVLinkSubnetManager bool `json:"nvlinkSubnetManager"`
 }
 
 // InClusterSpec is which in-cluster pieces this pool needs.

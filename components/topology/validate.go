@@ -161,6 +161,13 @@ func validateImage(ps *problems, p Profile, it InstanceType, known bool) {
 	default:
 		ps.add("fabricManager", "use auto, daemonset or host", "unknown fabricManager %q", p.FabricManager)
 	}
+	// NVLink 5 (fourth-generation NVSwitch) needs the NVLink Subnet Manager beside fabric manager,
+	// with the host's ib_umad module and the NVSwitch management interface: the host's job. The
+	// DaemonSet runs fabric manager only, so a pool that would need it is refused.
+	if known && it.FabricManager && it.NVLinkGeneration >= 5 && !p.AMIFamily.RunsHostFabricManager() && p.FabricManager != FabricManagerHost {
+		ps.add("fabricManager", "use amiFamily: al2023-nvidia (its image runs fabric manager and NVLSM), or set fabricManager: host if your image runs both",
+			"%s (NVLink %d) needs the NVLink Subnet Manager beside fabric manager; gpucluster's fabric-manager DaemonSet does not run it", it.Name, it.NVLinkGeneration)
+	}
 }
 
 func validateShm(ps *problems, p Profile, it InstanceType, known bool) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpucluster/gpucluster/components/fabricmanager"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
@@ -168,6 +169,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if p.InCluster.FabricManager.Deploy {
 				want["nvidia-fabricmanager"] = append(want["nvidia-fabricmanager"], p.Name)
 			}
+			if p.InCluster.FabricManager.Gate {
+				want[fabricmanager.GateName] = append(want[fabricmanager.GateName], p.Name)
+			}
 		}
 		for name, pools := range want {
 			ds, ok := daemonSets[name]
@@ -186,8 +190,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
 				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
 			}
-			// Only the EFA plugin shares the node's network (its upstream chart does).
-			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin") {
+			// Only the EFA plugin (as its upstream chart) and the gate (to reach the host's fabric
+			// manager on 127.0.0.1) share the node's network.
+			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin" || name == fabricmanager.GateName) {
 				t.Errorf("%s: %s hostNetwork %v", filepath.Base(file), name, pod["hostNetwork"])
 			}
 			if name == "aws-efa-k8s-device-plugin" {
@@ -285,12 +290,36 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 	if !strings.Contains(mounts, "/dev") || !strings.Contains(mounts, "/run/nvidia") {
 		t.Errorf("mounts %s", mounts)
 	}
-	// Images that run fabric manager on the host get no DaemonSet.
+	// OnDelete, so pulumi-kubernetes must not await a rollout only a pod deletion starts.
+	md := ds.Input("metadata").(map[string]any)
+	if ds.Input("spec").(map[string]any)["updateStrategy"].(map[string]any)["type"] != "OnDelete" ||
+		md["annotations"].(map[string]any)[fabricmanager.SkipAwait] != "true" {
+		t.Errorf("fabric manager DaemonSet: update strategy %v, annotations %v", ds.Input("spec").(map[string]any)["updateStrategy"], md["annotations"])
+	}
+	// Training pods wait for it: they do not tolerate the startup taint.
+	for name, tmpl := range ev.d.PodTemplates {
+		if tolerates(tmpl["spec"].(map[string]any)["tolerations"], topology.FabricManagerTaint) {
+			t.Errorf("pool %s: the training pod tolerates %s and may start before fabric manager serves", name, topology.FabricManagerTaint.Key)
+		}
+	}
+	// It lifts the node's startup taint itself, as the node, once it serves.
+	if pod["serviceAccountName"] != fabricmanager.ServiceAccount || !strings.Contains(script, "lift_taint") ||
+		!tolerates(pod["tolerations"], topology.FabricManagerTaint) {
+		t.Errorf("fabric manager does not lift its taint: %v", pod)
+	}
+	// Images that run fabric manager on the host get no DaemonSet, but the gate.
 	for _, stack := range []string{"p5-efa", "p4d-efa"} {
+		gates := 0
 		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
-			if r.Input("metadata").(map[string]any)["name"] == "nvidia-fabricmanager" {
+			switch r.Input("metadata").(map[string]any)["name"] {
+			case "nvidia-fabricmanager":
 				t.Errorf("%s runs fabric manager on the host, yet a DaemonSet is deployed", stack)
+			case fabricmanager.GateName:
+				gates++
 			}
+		}
+		if gates != 1 {
+			t.Errorf("%s: %d fabric-manager gates, want 1", stack, gates)
 		}
 	}
 }

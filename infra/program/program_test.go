@@ -340,12 +340,13 @@ func checkNodeGroup(t *testing.T, ev *evaluation, pool topology.PoolSpec, ng, lt
 		}
 	}
 	taints := ng.Input("taints").([]any)
-	if len(taints) != len(pool.Taints) {
-		t.Fatalf("taints %v, spec %v", taints, pool.Taints)
+	all := append(append([]topology.Taint{}, pool.Taints...), pool.StartupTaints...)
+	if len(taints) != len(all) {
+		t.Fatalf("taints %v, spec %v and startup %v", taints, pool.Taints, pool.StartupTaints)
 	}
 	effects := map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 	for i, raw := range taints {
-		got, want := raw.(map[string]any), pool.Taints[i]
+		got, want := raw.(map[string]any), all[i]
 		if got["key"] != want.Key || got["value"] != want.Value || got["effect"] != effects[want.Effect] {
 			t.Errorf("taint %d = %v, spec %+v", i, got, want)
 		}

@@ -1,6 +1,7 @@
 package kubeapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,3 +24,22 @@ func (s *Server) CertificateAuthority() ([]byte, error) {
 
 // AdminKubeconfig is the path of a kubeconfig with the admin token, for kubectl in tests.
 func (s *Server) AdminKubeconfig() (string, error) { return s.kubeconfig() }
+
+// ServiceAccountToken is a token of a service account from the TokenRequest API, as the kubelet
+// mounts into its pods: a client holding it has exactly the account's RBAC grants.
+func (s *Server) ServiceAccountToken(namespace, name string) (string, error) {
+	body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`)
+	code, resp, err := s.do("POST", "/api/v1/namespaces/"+namespace+"/serviceaccounts/"+name+"/token", body)
+	if err != nil {
+		return "", err
+	}
+	var tr struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	if code != 201 && code != 200 || json.Unmarshal(resp, &tr) != nil || tr.Status.Token == "" {
+		return "", fmt.Errorf("token for %s/%s: HTTP %d: %s", namespace, name, code, resp)
+	}
+	return tr.Status.Token, nil
+}

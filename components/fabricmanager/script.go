@@ -1,0 +1,72 @@
+package fabricmanager
+
+import (
+	"strconv"
+	"strings"
+)
+
+// packageName is fabric manager's Debian package in NVIDIA's CUDA repository for a driver: from
+// the 580 branch on it is "nvidia-fabricmanager", versioned by the driver; before, the branch is
+// in the name (NVIDIA gpu-driver-container ubuntu22.04/install.sh: "nvidia-fabricmanager=<ver>-1"
+// for branch ≥ 580, "nvidia-fabricmanager-<branch>=<ver>-1" below).
+func packageName(driver string) string {
+	branch, _, _ := strings.Cut(driver, ".")
+	if b, err := strconv.Atoi(branch); err == nil && b >= 580 {
+		return "nvidia-fabricmanager=" + driver + "-1"
+	}
+	return "nvidia-fabricmanager-" + branch + "=" + driver + "-1"
+}
+
+// liftTaint is the shell that waits until fabric manager answers on its command port, then
+// removes the node's startup taint (topology.FabricManagerTaint). Node taints are an atomic list
+// (k8s.io/api core/v1: +listType=atomic): a JSON patch that tests the key at an index and
+// removes that index is applied only if the test holds, so it removes exactly that taint and
+// nothing another agent added meanwhile; the index is searched, and a missing taint is not an
+// error (a restarted pod on an initialized node). Reads NODE_NAME, TAINT_KEY, FM_PORT, FM_PID
+// (optional: give up if that process exits) and the pod's service account.
+const liftTaint = `lift_taint() {
+  sa=${SA_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
+  until (exec 3<>/dev/tcp/127.0.0.1/$FM_PORT) 2>/dev/null; do
+    if [ -n "${FM_PID:-}" ] && ! kill -0 "$FM_PID" 2>/dev/null; then echo "fabric manager exited before serving"; return 1; fi
+    sleep 5
+  done
+  url="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}/api/v1/nodes/${NODE_NAME}"
+  for i in $(seq 0 63); do
+    code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$sa/ca.crt" -H "Authorization: Bearer $(cat "$sa/token")" \
+      -H 'Content-Type: application/json-patch+json' -X PATCH "$url" \
+      --data "[{\"op\":\"test\",\"path\":\"/spec/taints/$i/key\",\"value\":\"$TAINT_KEY\"},{\"op\":\"remove\",\"path\":\"/spec/taints/$i\"}]") || return 1
+    case "$code" in
+      200) echo "fabric manager serves: removed $TAINT_KEY from $NODE_NAME"; return 0 ;;
+      422) ;;
+      *) echo "removing $TAINT_KEY from $NODE_NAME: HTTP $code"; return 1 ;;
+    esac
+  done
+  echo "fabric manager serves; $NODE_NAME has no $TAINT_KEY taint"
+}
+`
+
+// install is the apt step both containers share: curl for the API call, and what else they need.
+func install(packages ...string) string {
+	return "apt-get update -qq\napt-get install -y -qq --no-install-recommends ca-certificates curl " + strings.Join(packages, " ")
+}
+
+// daemonSetScript installs the fabric manager matching the driver, runs it under the container's
+// shell so the kubelet supervises it, and lifts the node's taint once it serves.
+func daemonSetScript(driver string) string {
+	return strings.Join([]string{
+		"set -eu",
+		install(packageName(driver)),
+		// Stay in the foreground so the kubelet supervises it.
+		"sed -i 's/^DAEMONIZE=.*/DAEMONIZE=0/' " + configFile,
+		"nv-fabricmanager -c " + configFile + " &",
+		"FM_PID=$!",
+		liftTaint + "lift_taint",
+		`wait "$FM_PID"`,
+	}, "\n")
+}
+
+// gateScript waits for the host's fabric manager and lifts the taint, then idles (a DaemonSet's
+// pod must keep running).
+func gateScript() string {
+	return strings.Join([]string{"set -eu", install(), liftTaint + "lift_taint", "exec sleep infinity"}, "\n")
+}

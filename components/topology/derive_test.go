@@ -2,8 +2,10 @@ package topology
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBuiltinProfilesNamedAsTheIssueSays(t *testing.T) {
@@ -379,5 +381,37 @@ func TestNoAutoscalerFinding(t *testing.T) {
 	karp, _ := BuiltinProfile("karpenter-p5")
 	if ok, _ := has(karp); ok {
 		t.Error("a Karpenter pool got no-autoscaler")
+	}
+}
+
+// TestAtTimeStopsPoolsAfterTheExpiry: before the expiry the spec is unchanged; after it every pool
+// is at zero (managed groups keep their maximum, Karpenter pools a GPU limit of 0), with a finding.
+func TestAtTimeStopsPoolsAfterTheExpiry(t *testing.T) {
+	managed, _ := BuiltinProfile("p5-efa")
+	karp, _ := BuiltinProfile("karpenter-p5")
+	var spec StackSpec
+	for name, p := range map[string]Profile{"m": managed, "k": karp} {
+		ps, err := Derive(name, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Pools = append(spec.Pools, ps)
+	}
+	spec.Expiry = "2026-12-01T18:00:00Z"
+	at := spec.ExpiresAt()
+	if before := spec.AtTime(at.Add(-time.Minute)); !reflect.DeepEqual(before, spec) {
+		t.Error("the spec changed before the expiry")
+	}
+	after := spec.AtTime(at)
+	for i, p := range after.Pools {
+		if p.Scaling.MinNodes != 0 || p.Scaling.DesiredNodes != 0 || p.Scaling.GPULimit != 0 || p.Scaling.MaxNodes != spec.Pools[i].Scaling.MaxNodes {
+			t.Errorf("%s after the expiry: %+v", p.Name, p.Scaling)
+		}
+		if n := len(p.Findings); n == 0 || p.Findings[n-1].Code != FindingExpired {
+			t.Errorf("%s: no expiry finding", p.Name)
+		}
+	}
+	if spec.Pools[0].Scaling.MinNodes == 0 && spec.Pools[0].Provisioner == ProvisionerManagedNodeGroup {
+		t.Error("AtTime changed the spec it was given")
 	}
 }

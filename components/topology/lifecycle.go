@@ -87,3 +87,33 @@ func (s StackSpec) ExpiryLabels() map[string]string {
 // pulumi-kubernetes default of 10 minutes (provider/pkg/await/await.go, v4.23.0) can expire
 // mid-drain and fail the destroy with instances still running.
 const KarpenterPoolDeleteTimeout = "45m"
+
+// Expired says whether the stack's expiry has passed at now.
+func (s StackSpec) Expired(now time.Time) bool {
+	e := s.ExpiresAt()
+	return !e.IsZero() && !now.Before(e)
+}
+
+// FindingExpired is the finding on every pool of an expired stack.
+const FindingExpired = "expired"
+
+// AtTime is the spec `pulumi up` applies at now. Before the expiry it is the spec. After it,
+// every GPU pool is at zero, as the expiry left it (a managed node group at minimum and desired
+// 0, its maximum kept because EKS requires one; a Karpenter NodePool with a GPU limit of 0): an
+// up after the expiry keeps the pools stopped instead of restoring them, and an up that extends
+// the expiry (`gpucluster expire`) restores them. Both need the live sizes the expiry set, which
+// `pulumi up` reads first (Pulumi.yaml: options.refresh always).
+func (s StackSpec) AtTime(now time.Time) StackSpec {
+	if !s.Expired(now) {
+		return s
+	}
+	pools := make([]PoolSpec, len(s.Pools))
+	for i, p := range s.Pools {
+		p.Scaling.MinNodes, p.Scaling.DesiredNodes, p.Scaling.GPULimit = 0, 0, 0
+		p.Findings = append(append([]Finding{}, p.Findings...), Finding{Severity: SeverityWarning, Code: FindingExpired,
+			Message: fmt.Sprintf("the stack expired at %s: the pool stays at zero nodes; to run it again, extend the expiry (gpucluster expire --in 8h) and pulumi up", s.Expiry)})
+		pools[i] = p
+	}
+	s.Pools = pools
+	return s
+}

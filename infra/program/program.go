@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"go.yaml.in/yaml/v3"
@@ -58,7 +59,11 @@ func RunSpec(spec topology.StackSpec) pulumi.RunFunc {
 // RunEngine returns the program as `pulumi up` runs it: the configuration is what the engine
 // passes (the stack file merged with its ESC environments, secrets decrypted, any other source);
 // the stack file only places errors on lines. Secret configuration makes every export secret.
-func RunEngine(stackFile string) pulumi.RunFunc {
+func RunEngine(stackFile string) pulumi.RunFunc { return RunEngineAt(stackFile, time.Now) }
+
+// RunEngineAt is RunEngine with the clock the expiry is judged by (topology.StackSpec.AtTime):
+// after the expiry the pools stay at zero; before it they are what the stack says.
+func RunEngineAt(stackFile string, now func() time.Time) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		data, err := os.ReadFile(stackFile)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +77,7 @@ func RunEngine(stackFile string) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		return deploy(ctx, spec, len(st.Secrets) > 0)
+		return deploy(ctx, spec.AtTime(now()), len(st.Secrets) > 0)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -37,12 +38,16 @@ func (r *Result) Errors() int {
 	return n
 }
 
+// now is the clock an expiry is judged by (a variable so that tests can fix it).
+var now = time.Now
+
 // Evaluate plans one stack file in memory. An invalid file gives topology.ConfigErrors.
 func Evaluate(stackFile string) (*Result, error) {
 	spec, err := topology.LoadStack(stackFile)
 	if err != nil {
 		return nil, err
 	}
+	spec = spec.AtTime(now()) // what `pulumi up` would apply now: an expired stack's pools at zero
 	engine := offline.NewPlanEngine(spec.Stack)
 	if err := engine.Run(program.RunSpec(spec)); err != nil {
 		return nil, fmt.Errorf("evaluating the program of %s: %w", stackFile, err)

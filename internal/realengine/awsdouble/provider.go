@@ -8,7 +8,10 @@ package awsdouble
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -33,6 +36,10 @@ const (
 	// pulumi-eks builds from them reaches it.
 	EnvEndpoint = "GPUCLUSTER_AWS_DOUBLE_EKS_ENDPOINT"
 	EnvCA       = "GPUCLUSTER_AWS_DOUBLE_EKS_CA"
+	// EnvLive names a JSON file of changes made to resources outside Pulumi ({URN: {property:
+	// value}}), which Read reports as the live state (a test's stand-in for, say, the expiry's
+	// schedule scaling a node group to zero). Read each time, so a test may write it between runs.
+	EnvLive = "GPUCLUSTER_AWS_DOUBLE_LIVE"
 )
 
 // Provider is the double.
@@ -231,8 +238,47 @@ func (p *Provider) computed(typ, name string, inputs resource.PropertyMap, id st
 }
 
 func (p *Provider) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
-	p.rec.Write(record.Call{Provider: "aws", Op: "read", URN: req.GetUrn(), ID: req.GetId()})
-	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
+	p.rec.Write(record.Call{Provider: "aws", Op: "read", Type: string(resource.URN(req.GetUrn()).Type()), URN: req.GetUrn(), ID: req.GetId()})
+	changed, err := liveChanges(req.GetUrn())
+	if err != nil || changed == nil {
+		return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, err
+	}
+	// What AWS holds now: the state with the outside changes, in the outputs and the inputs the
+	// refresh writes back (as the real provider's Read reports live values in both).
+	var out [2]*structpb.Struct
+	for i, s := range []*structpb.Struct{req.GetProperties(), req.GetInputs()} {
+		props, err := unmarshal(s)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range changed {
+			props[resource.PropertyKey(k)] = resource.NewPropertyValue(v)
+		}
+		if out[i], err = marshal(props); err != nil {
+			return nil, err
+		}
+	}
+	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: out[0], Inputs: out[1]}, nil
+}
+
+// liveChanges are the outside changes EnvLive records for a resource (nil for none).
+func liveChanges(urn string) (map[string]any, error) {
+	path := os.Getenv(EnvLive)
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var live map[string]map[string]any
+	if err := json.Unmarshal(b, &live); err != nil {
+		return nil, fmt.Errorf("aws double: %s: %w", path, err)
+	}
+	return live[urn], nil
 }
 
 func (p *Provider) Delete(_ context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {

@@ -3,6 +3,8 @@ package network
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // subnetPlan carves a VPC CIDR into one private and one public subnet per zone: the VPC is cut
@@ -20,8 +22,8 @@ func subnetPlan(vpcCIDR string, zones int) (private, public []string, err error)
 	}
 	vpc = vpc.Masked()
 	for i := 0; i < zones; i++ {
-		private = append(private, nth(vpc, 3, i).String())
-		public = append(public, nth(nth(vpc, 3, 7), 3, i).String())
+		private = append(private, nth(vpc, topology.PrivateSubnetExtraBits, i).String())
+		public = append(public, nth(nth(vpc, topology.PrivateSubnetExtraBits, 7), 3, i).String())
 	}
 	return private, public, nil
 }

@@ -52,6 +52,10 @@ type Stack struct {
 type Pool struct {
 	Name    string
 	Profile Profile
+	// sizeKey and sizeLine are where the file sets the pool's size (maxNodes, else nodes, else
+	// the pool's profile line), for errors about it.
+	sizeKey  string
+	sizeLine int
 }
 
 // Pulumi's own top-level keys of a stack file (Pulumi.<stack>.yaml).
@@ -101,6 +105,9 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		spec.Pools = append(spec.Pools, ps)
 	}
 	if err := checkCostGuard(&spec, st); err != nil {
+		return StackSpec{}, err
+	}
+	if err := checkSubnetCapacity(spec, st); err != nil {
 		return StackSpec{}, err
 	}
 	return spec, nil
@@ -540,7 +547,14 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
 			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
 	}
-	return Pool{Name: name, Profile: p}, ok && len(r.errs) == before
+	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"]}
+	if _, set := lines["maxNodes"]; !set {
+		pool.sizeKey, pool.sizeLine = key+".nodes", lines["nodes"]
+		if _, set := lines["nodes"]; !set {
+			pool.sizeLine = lines["profile"]
+		}
+	}
+	return pool, ok && len(r.errs) == before
 }
 
 // relatedKeys: when a problem's own key is inherited, the user's change that made it a problem

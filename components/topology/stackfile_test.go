@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,4 +199,30 @@ func TestLoadStackReadsAFile(t *testing.T) {
 	if _, err := LoadStack(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
+}
+
+// TestPoolsMustFitTheirSubnets: a pool whose nodes cannot all get addresses in its zone's private
+// subnet is refused at the line of its size; the same pool in a larger VPC is accepted.
+func TestPoolsMustFitTheirSubnets(t *testing.T) {
+	file := "config:\n  aws:region: us-east-1\n  gpucluster:vpcCidr: %s\n  gpucluster:pools:\n    - name: gpu\n      profile: p5-efa\n      nodes: %d\n"
+	_, err := parseAndDerive(t, fmt.Sprintf(file, "10.0.0.0/20", 100))
+	ces, ok := err.(ConfigErrors)
+	if !ok || len(ces) != 1 || ces[0].Key != KeyPools+"[0].nodes" || ces[0].Line != 7 || !strings.Contains(ces[0].Message, "private subnet (a /23 of 10.0.0.0/20) has 507") {
+		t.Fatalf("100 p5 nodes in a /20: %v", err)
+	}
+	if _, err := parseAndDerive(t, fmt.Sprintf(file, "10.0.0.0/16", 100)); err != nil {
+		t.Errorf("100 p5 nodes in a /16: %v", err)
+	}
+	if _, err := parseAndDerive(t, fmt.Sprintf(file, "10.0.0.0/16", 100000)); err == nil {
+		t.Error("100000 nodes in a /16 accepted")
+	}
+}
+
+func parseAndDerive(t *testing.T, data string) (StackSpec, error) {
+	t.Helper()
+	st, err := ParseStack("stacks/Pulumi.x.yaml", []byte(data))
+	if err != nil {
+		return StackSpec{}, err
+	}
+	return DeriveStack(st)
 }

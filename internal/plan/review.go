@@ -60,6 +60,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 
 	w("%s", costSection(s))
 	w("%s", expirySection(s))
+	w("%s", pulumiEKSSection(s))
 	w("## Findings\n\n")
 	if len(r.Findings) == 0 {
 		w("None.\n\n")

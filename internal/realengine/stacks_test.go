@@ -23,6 +23,7 @@ import (
 	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/destroyorder"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/internal/plan"
 	"github.com/gpucluster/gpucluster/internal/realengine"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 )
@@ -134,6 +135,7 @@ func TestRealEngineStacks(t *testing.T) {
 				d.fail("pulumi up", err)
 			}
 			created := count(up.Summary.ResourceChanges, "create")
+			d.checkPulumiEKSChildren(d.calls())
 			again, err := d.stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.log))
 			if err != nil {
 				d.fail("a second pulumi up changed something", err)
@@ -230,7 +232,8 @@ func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) 
 	done := make(chan struct{})
 	go func() {
 		for ev := range ch {
-			if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Metadata.Op != "same" {
+			// A refresh reads (Pulumi.yaml: options.refresh always); it changes nothing.
+			if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Metadata.Op != "same" && ev.ResourcePreEvent.Metadata.Op != "refresh" {
 				steps = append(steps, string(ev.ResourcePreEvent.Metadata.Op)+" "+ev.ResourcePreEvent.Metadata.URN)
 			}
 		}
@@ -250,6 +253,36 @@ func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) 
 	}
 	if expiry == 0 {
 		d.t.Errorf("%s: after gpucluster expire, %s does nothing to an expiry resource", d.name, what)
+	}
+}
+
+// checkPulumiEKSChildren: what the real pulumi-eks component created through the aws double is
+// exactly what REVIEW.md's "Inside pulumi-eks" lists (internal/plan), type, name and count.
+func (d *deployment) checkPulumiEKSChildren(calls []record.Call) {
+	cluster := d.spec.Cluster.Name
+	want := plan.ExpectedPulumiEKSChildren(d.spec)
+	got := make([]int, len(want))
+	for _, c := range calls {
+		if c.Op != "create" || !strings.Contains(c.URN, "$eks:index:Cluster$") {
+			continue
+		}
+		u := resource.URN(c.URN)
+		matched := false
+		for i, w := range want {
+			if string(u.Type()) == w.Type && w.Matches(cluster, u.Name()) {
+				got[i]++
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			d.t.Errorf("%s: pulumi-eks created %s %s, which REVIEW.md does not list (internal/plan/pulumieks.go)", d.name, u.Type(), u.Name())
+		}
+	}
+	for i, w := range want {
+		if got[i] != w.Count {
+			d.t.Errorf("%s: pulumi-eks created %d %s %s-%s, REVIEW.md lists %d", d.name, got[i], w.Type, cluster, w.Name, w.Count)
+		}
 	}
 }
 

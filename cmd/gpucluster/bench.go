@@ -22,7 +22,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) == 0 || args[0] != "report" {
 		fmt.Fprintln(stderr, benchUsage)
-		return 2
+		return exitUsage
 	}
 	fs := newFlags("bench report", stderr)
 	logFile := fs.String("log", "", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin)")
@@ -33,12 +33,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") {
 		fmt.Fprintln(stderr, benchUsage)
-		return 2
+		return exitUsage
 	}
 	raw, err := readInput(*logFile, io.ReadAll)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
-		return 2
+		return exitUnreadable
 	}
 	var perf *bench.Perf
 	var training *bench.Training
@@ -58,12 +58,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
-		return 2
+		return exitUnreadable
 	}
 	pool, against, err := expectation(*stack, *poolName, *profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
-		return 2
+		return expectationExit(err)
 	}
 	// The same log's NCCL INFO lines say which transports carried the traffic.
 	var diag *doctor.Report
@@ -74,7 +74,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		diag = doctor.Diagnose(l, nil, pool, against)
 	case !errors.As(err, &notNCCL):
 		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
-		return 2
+		return exitUnreadable
 	}
 	var results []*bench.Result
 	if training != nil {
@@ -103,16 +103,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	return benchExit(results, pool != nil)
 }
 
-// Exit codes of bench report: 0 pass (or nothing to judge against), 1 a run failed,
-// 3 a verdict was asked for (--stack/--profile) and the log cannot give one.
+// benchExit: a failed run fails; a verdict asked for (--stack/--profile) that the log cannot give
+// is exitNoVerdict.
 func benchExit(results []*bench.Result, asked bool) int {
-	code := 0
+	code := exitOK
 	for _, r := range results {
 		switch {
 		case r.Verdict.Status == bench.Fail:
-			return 1
+			return exitFail
 		case r.Verdict.Status == bench.Unknown && asked:
-			code = 3
+			code = exitNoVerdict
 		}
 	}
 	return code

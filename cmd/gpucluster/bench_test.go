@@ -20,8 +20,9 @@ func TestBenchReportExitCodes(t *testing.T) {
 		{"no figure for g6e", []string{"--log", benchData + "g6e-ena-exponent.txt", "--profile", "g6e-ena"}, 3, "no published all_reduce_perf figure"},
 		{"nothing asked", []string{"--log", benchData + "g6e-ena-exponent.txt"}, 0, "transports unknown"},
 		{"json input", []string{"--log", benchData + "all_reduce-p5.json", "--profile", "p5-efa"}, 0, "all_reduce_perf"},
-		{"not nccl-tests", []string{"--log", "../../README.md"}, 2, "no nccl-tests table"},
-		{"missing file", []string{"--log", "nope.txt"}, 2, "nope.txt"},
+		{"not nccl-tests", []string{"--log", "../../README.md"}, 4, "no nccl-tests table"},
+		{"missing file", []string{"--log", "nope.txt"}, 4, "nope.txt"},
+		{"unknown profile", []string{"--log", benchData + "wrong-results.txt", "--profile", "p9"}, 2, "unknown profile"},
 		{"usage", []string{"--stack", "dev"}, 2, "usage: gpucluster bench report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

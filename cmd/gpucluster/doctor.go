@@ -27,24 +27,24 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*logFile == "-" && *topoFile == "-") ||
 		(*poolName != "" && *stack == "") {
 		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]")
-		return 2
+		return exitUsage
 	}
 	l, err := readInput(*logFile, func(r io.Reader) (*doctor.Log, error) { return doctor.Parse(r) })
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", *logFile, err)
-		return 2
+		return exitUnreadable
 	}
 	var topo *doctor.Topo
 	if *topoFile != "" {
 		if topo, err = readInput(*topoFile, doctor.ParseTopo); err != nil {
 			fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", *topoFile, err)
-			return 2
+			return exitUnreadable
 		}
 	}
 	pool, against, err := expectation(*stack, *poolName, *profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
-		return 2
+		return expectationExit(err)
 	}
 	r := doctor.Diagnose(l, topo, pool, against)
 	if *asJSON {
@@ -57,16 +57,21 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	return doctorExit(r)
 }
 
-// Exit codes of doctor (README, "NCCL doctor"): 0 read, and the verdict (if asked) matches;
-// 1 mismatch; 2 bad input; 3 a verdict was asked for and the log cannot give one.
+// doctorExit: a mismatch or an error finding fails (CI gates on it as on plan); a verdict asked
+// for that the log cannot give is exitNoVerdict.
 func doctorExit(r *doctor.Report) int {
+	for _, f := range r.Findings {
+		if f.Severity == topology.SeverityError {
+			return exitFail
+		}
+	}
 	switch {
 	case r.Verdict == nil || r.Verdict.Status == doctor.VerdictMatch:
-		return 0
+		return exitOK
 	case r.Verdict.Status == doctor.VerdictMismatch:
-		return 1
+		return exitFail
 	}
-	return 3
+	return exitNoVerdict
 }
 
 func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
@@ -83,6 +88,19 @@ func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 }
 
 // expectation is the pool spec the job should match: a built-in profile, or a stack's pool.
+// invalidStack is an expectation error about the stack file's content (exitFail); any other (a
+// profile, stack or pool the command line names and that does not exist) is a usage error.
+type invalidStack struct{ error }
+
+// expectationExit is the exit code of an expectation error.
+func expectationExit(err error) int {
+	var bad invalidStack
+	if errors.As(err, &bad) {
+		return exitFail
+	}
+	return exitUsage
+}
+
 func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, error) {
 	switch {
 	case profile != "":
@@ -102,7 +120,7 @@ func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, e
 		if err != nil {
 			var ces topology.ConfigErrors
 			if errors.As(err, &ces) {
-				return nil, "", fmt.Errorf("%s is invalid: %v", file, ces)
+				return nil, "", invalidStack{fmt.Errorf("%s is invalid: %v", file, ces)}
 			}
 			return nil, "", err
 		}

@@ -25,9 +25,11 @@ func TestDoctorExitCodes(t *testing.T) {
 		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--stack", "mixed", "--pool", "train"}, 0, "verdict against stack mixed, pool train: MATCH"},
 		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--stack", "mixed", "--pool", "x"}, 2, "has no pool \"x\"; pools: train, infer"},
 		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--pool", "x"}, 2, "usage: gpucluster doctor"},
-		{[]string{"doctor", "--log", doctorData + "unreachable.log"}, 0, "ERROR efa-unreachable"},
-		{[]string{"doctor", "--log", doctorData + "p5-topo.txt"}, 2, "no NCCL output"},
-		{[]string{"doctor", "--log", "/nonexistent.log"}, 2, "no such file"},
+		// An error finding fails, with no verdict asked for (CI gates on a job's log).
+		{[]string{"doctor", "--log", doctorData + "unreachable.log"}, 1, "ERROR efa-unreachable"},
+		{[]string{"doctor", "--log", doctorData + "fabric-manager-down.log"}, 1, "ERROR fabric-manager-down"},
+		{[]string{"doctor", "--log", doctorData + "p5-topo.txt"}, 4, "no NCCL output"},
+		{[]string{"doctor", "--log", "/nonexistent.log"}, 4, "no such file"},
 		{[]string{"doctor"}, 2, "usage: gpucluster doctor"},
 		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--profile", "p9"}, 2, "unknown profile"},
 	}

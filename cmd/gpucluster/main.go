@@ -30,8 +30,6 @@ Usage:
                                           write gpucluster:expiresAt (now + DURATION, to the minute) into
                                           the stack file, changing nothing else
 
-Exit codes: 0 ok, 1 invalid input, an error finding (plan) or a mismatch (doctor), 2 usage error
-or unreadable input (doctor).
 `
 
 func main() {
@@ -41,8 +39,8 @@ func main() {
 // run is main without the process: it returns the exit code, so tests can call it.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprint(stderr, usage+"\n"+exitCodeText())
+		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -63,9 +61,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return cmdBench(rest, stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		fmt.Fprint(stdout, usage+"\n"+exitCodeText())
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "gpucluster: unknown command %q\n\n%s", cmd, usage)
-	return 2
+	return exitUsage
 }

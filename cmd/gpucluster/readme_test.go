@@ -217,3 +217,18 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestExitCodesAreOneTable: README.md and --help show the one table the commands return from.
+func TestExitCodesAreOneTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "## Exit codes\n\nEvery command exits with one of these (`gpucluster --help` prints the same table):\n\n"+exitCodeMarkdown()) {
+		t.Errorf("README.md's exit-code table is not the commands' own; it should read:\n%s", exitCodeMarkdown())
+	}
+	var out strings.Builder
+	if code := run([]string{"--help"}, &out, &out); code != exitOK || !strings.Contains(out.String(), exitCodeText()) {
+		t.Errorf("--help exits %d and prints no exit-code table:\n%s", code, out.String())
+	}
+}

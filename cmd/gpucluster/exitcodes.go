@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Exit codes, the same for every command: one table, printed by --help and in README.md
+// ("Exit codes"), and held to both by TestExitCodesAreOneTable.
+const (
+	exitOK         = 0
+	exitFail       = 1
+	exitUsage      = 2
+	exitNoVerdict  = 3
+	exitUnreadable = 4
+)
+
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "ok: the input was read and nothing in it fails"},
+	{exitFail, "the input was read and fails: an invalid stack file (validate, plan, expire, and --stack of doctor and bench), an error finding (plan, doctor), a verdict mismatch (doctor), a failed run (bench report), a missing or too old tool (preflight)"},
+	{exitUsage, "usage: the command line is wrong (an unknown command or flag, a missing or conflicting argument, a stack, pool or profile that does not exist)"},
+	{exitNoVerdict, "a verdict was asked for (--stack, --profile) and the input cannot give one (doctor, bench report)"},
+	{exitUnreadable, "the input cannot be read: no such file, a log with no NCCL output, a table that is not nccl-tests' (doctor, bench)"},
+}
+
+// exitCodeText is the table as --help prints it.
+func exitCodeText() string {
+	var b strings.Builder
+	b.WriteString("Exit codes (every command):\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)
+	}
+	return b.String()
+}
+
+// exitCodeMarkdown is the table as README.md shows it.
+func exitCodeMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| exit | meaning |\n|---:|---|\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "| %d | %s |\n", e.code, e.meaning)
+	}
+	return b.String()
+}

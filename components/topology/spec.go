@@ -249,7 +249,10 @@ type TrainingPodSpec struct {
 
 // Transport classes NCCL can use, as the doctor classifies log lines.
 const (
-	TransportNone              = "none"
+	TransportNone = "none"
+	// TransportUnknown: the log holds no connection line to tell (an excerpt, a log cut before
+	// NCCL connected); never "none", which means there was no such peer.
+	TransportUnknown           = "unknown"
 	TransportP2P               = "p2p"
 	TransportSHM               = "shm"
 	TransportNetLibfabricGDR   = "net-libfabric-gdrdma"

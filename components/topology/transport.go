@@ -48,7 +48,7 @@ var transportRank = map[string]int{
 // WorseTransport says whether an observed transport class is worse than the expected one. An
 // absent side ("none") is never worse: there is nothing to compare.
 func WorseTransport(observed, expected string) bool {
-	if observed == TransportNone || expected == TransportNone {
+	if observed == TransportNone || expected == TransportNone || observed == TransportUnknown || expected == TransportUnknown {
 		return false
 	}
 	return transportRank[observed] < transportRank[expected]

@@ -34,7 +34,7 @@ type CommReport struct {
 	Connections []Connection `json:"connections"`
 	// Peers is the transport of each peer connection (rank to rank), its channels folded.
 	Peers     []Peer `json:"peers"`
-	IntraNode string `json:"intraNode"` // the class most intra-node connections use, "none" without any
+	IntraNode string `json:"intraNode"` // the class most intra-node connections use, "none" without any, "unknown" without connection lines
 	InterNode string `json:"interNode"`
 }
 
@@ -165,7 +165,7 @@ func commReport(c *Comm) CommReport {
 	if cr.LocalRanks == 0 && cr.Nodes > 0 && c.Ranks%cr.Nodes == 0 {
 		cr.LocalRanks = c.Ranks / cr.Nodes
 	}
-	cr.Peers = []Peer{}
+	cr.Peers, cr.Connections = []Peer{}, []Connection{}
 	for k, n := range c.Peers {
 		cr.Peers = append(cr.Peers, Peer{From: k.From, To: k.To, Where: k.Where + "-node", Transport: k.Via, Class: classify(k.Via), Channels: n})
 	}
@@ -193,6 +193,9 @@ func commReport(c *Comm) CommReport {
 			}
 		}
 	}
+	if len(c.Edges) == 0 && c.Ranks != 1 { // no connection line: unknown, not "none" (one rank has no peer)
+		cr.IntraNode, cr.InterNode = topology.TransportUnknown, topology.TransportUnknown
+	}
 	return cr
 }
 
@@ -216,7 +219,7 @@ func instanceOf(l *Log, pool *topology.PoolSpec) *topology.InstanceType {
 }
 
 func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommReport) []Finding {
-	var fs []Finding
+	fs := []Finding{} // JSON: [] when there is none, never null
 	add := func(code, severity, evidence, cause, fix string) {
 		fs = append(fs, Finding{code, severity, evidence, cause, fix})
 	}
@@ -332,6 +335,8 @@ func verdict(c CommReport, network string, pool *topology.PoolSpec, against stri
 	}
 
 	switch {
+	case c.IntraNode == topology.TransportUnknown && expIntra != topology.TransportNone:
+		unknown = append(unknown, fmt.Sprintf("the log holds no connection line: intra-node %s cannot be checked", expIntra))
 	case topology.WorseTransport(c.IntraNode, expIntra):
 		mismatch(fmt.Sprintf("intra-node traffic uses %s instead of %s: check NCCL_P2P_* settings, that fabric manager runs (NVSwitch types) and that the pod sees all GPUs", c.IntraNode, expIntra))
 	case expIntra != topology.TransportNone && c.IntraNode == topology.TransportNone && c.LocalRanks > 1:
@@ -348,6 +353,8 @@ func verdict(c CommReport, network string, pool *topology.PoolSpec, against stri
 	case strings.HasPrefix(v.ExpectedInter, "net-libfabric") && network == "Socket":
 		// No inter-node connection in this communicator, but NCCL chose its network for every one.
 		mismatch("NCCL chose network Socket: inter-node traffic runs over TCP, not EFA; see the findings for why aws-ofi-nccl was not used")
+	case v.ExpectedInter != topology.TransportNone && c.InterNode == topology.TransportUnknown:
+		unknown = append(unknown, fmt.Sprintf("the log holds no connection line: inter-node %s cannot be checked", v.ExpectedInter))
 	case v.ExpectedInter != topology.TransportNone && c.InterNode == topology.TransportNone && c.Nodes != 1:
 		unknown = append(unknown, fmt.Sprintf("no inter-node connection was logged: %s cannot be checked", v.ExpectedInter))
 	}

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -219,4 +220,26 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNoConnectionLinesIsUnknownNotNone: a log cut after the communicator's Init (a job that
+// hung while connecting, a paste that stops early; the shape of NVIDIA/nccl issue logs that end at
+// "Init START") says nothing of the transports: "unknown", and a verdict asked for is unknown, not
+// a match or a mismatch. JSON lists are empty, never null.
+func TestNoConnectionLinesIsUnknownNotNone(t *testing.T) {
+	r := Diagnose(parseFile(t, "cut-after-init.log"), nil, profile(t, "p5-efa"), "profile p5-efa")
+	c := r.Communicators[0]
+	if c.IntraNode != topology.TransportUnknown || c.InterNode != topology.TransportUnknown {
+		t.Errorf("intra %q, inter %q: want unknown for both", c.IntraNode, c.InterNode)
+	}
+	if r.Verdict.Status != VerdictUnknown || !strings.Contains(r.Verdict.Reason, "no connection line") {
+		t.Errorf("verdict %+v", r.Verdict)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "null") {
+		t.Errorf("JSON holds null: %s", b)
+	}
 }

@@ -65,7 +65,7 @@ func corpusFacts(l *Log, r *Report) map[string]string {
 	f := map[string]string{
 		"version": r.NCCLVersion, "plugin": r.NetPlugin, "pluginVersion": r.PluginVersion, "network": r.Network,
 		"platform": r.Platform, "provider": r.Provider, "nics": fmt.Sprint(r.NICs), "instance": r.InstanceType,
-		"warnings": fmt.Sprint(len(r.NCCLWarnings)),
+		"warnings": fmt.Sprint(len(r.NCCLWarnings)), "bootstrap": fmt.Sprintf("%.1f", l.BootstrapSec),
 	}
 	f["pluginset"] = strings.Join(topology.SortedKeys(r.PluginSetEnv), ",")
 	for k, v := range l.Env {

@@ -106,18 +106,25 @@ type Report struct {
 	PluginSetEnv map[string]string `json:"pluginSetEnv,omitempty"`
 	// InstanceType is the type the diagnosis reasoned about: the pool's, else the platform's.
 	InstanceType string `json:"instanceType,omitempty"`
+	// AssignedNetPlugin is the plugin NCCL assigned the communicators (NCCL ≥ 2.27), which may
+	// differ from the one it loaded first; NetPluginPath the external library it loaded.
+	AssignedNetPlugin string `json:"assignedNetPlugin,omitempty"`
+	NetPluginPath     string `json:"netPluginPath,omitempty"`
 }
 
 // Diagnose builds the report; pool, when set, is the spec the job ran on.
 func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Report {
 	r := &Report{NCCLVersion: l.Version, NetPlugin: l.Plugin, PluginVersion: l.PluginVer, Network: l.Network,
 		Communicators: []CommReport{}, Topology: topo, Findings: []Finding{}}
+	r.AssignedNetPlugin, r.NetPluginPath = l.Assigned, l.PluginPath
 	switch {
 	case r.NetPlugin != "":
 	case l.Provider != "" || strings.Contains(l.Network, "Libfabric") || l.usedLibfabric():
 		r.NetPlugin = "Libfabric" // aws-ofi-nccl spoke (a provider, the Libfabric network) without NCCL naming it
+	case l.InternalNet || l.Network == "IB" || l.Network == "Socket" || l.Assigned == "IB" || l.Assigned == "Socket":
+		r.NetPlugin = "internal" // NCCL said so, or used its own IB or socket transport
 	default:
-		r.NetPlugin = "internal"
+		r.NetPlugin = "unknown" // an excerpt without plugin lines: nothing says which
 	}
 	for _, c := range l.SortedComms() {
 		r.Communicators = append(r.Communicators, commReport(c))
@@ -136,7 +143,11 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 	r.Findings = signatures(l, topo, it, r.Communicators)
 	switch {
 	case pool != nil && len(r.Communicators) > 0:
-		r.Verdict = verdict(r.Communicators[0], l.Network, pool, against) // the largest: the job's world
+		r.Verdict = verdict(r.Communicators[0], l.Network, l.Platform, pool, against) // the largest: the job's world
+	case pool != nil && otherInstance(l.Platform, pool, against) != "":
+		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
+			ObservedIntra: topology.TransportUnknown, ObservedInter: topology.TransportUnknown, Status: VerdictMismatch,
+			Changes: []string{otherInstance(l.Platform, pool, against)}}
 	case pool != nil:
 		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
 			ObservedIntra: topology.TransportNone, ObservedInter: topology.TransportNone, Status: VerdictUnknown,
@@ -227,14 +238,30 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 	for _, c := range comms {
 		socket = socket || c.InterNode == topology.TransportNetSocket
 	}
-	if l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) {
+	// aws-ofi-nccl loaded, then NCCL assigned the communicators another plugin (NCCL ≥ 2.27 moves
+	// on when a plugin's device properties fail: "Invalid type of PCI bus", then "Assigned NET
+	// plugin IB to comm"; devopsrustem/slurmv4 shows it with provider verbs;ofi_rxm).
+	passedOver := l.Assigned != "" && strings.Contains(l.Plugin, "Libfabric") && !strings.Contains(l.Assigned, "Libfabric")
+	if l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) || passedOver {
 		evidence := "aws-ofi-nccl: \"No eligible providers were found\"; NCCL then uses network Socket"
 		if l.PluginFailure != "" {
 			evidence = "aws-ofi-nccl: \"" + l.PluginFailure + "\"; NCCL then uses network " + orUnknown(l.Network)
 		}
-		add("net-plugin-fallback", topology.SeverityError, evidence,
-			"the pod has no EFA device: it requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes)",
-			"request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa, and check the EFA device plugin runs on the node")
+		if passedOver {
+			evidence = fmt.Sprintf("aws-ofi-nccl loaded (provider %s), then NCCL assigned NET plugin %s to its communicators", orUnknown(l.Provider), l.Assigned)
+			if l.PluginFailure != "" {
+				evidence += " after \"" + l.PluginFailure + "\""
+			}
+		}
+		if l.Provider != "" && l.Provider != "efa" {
+			add("net-plugin-fallback", topology.SeverityError, evidence,
+				fmt.Sprintf("aws-ofi-nccl chose Libfabric provider %s, not efa: the host has no EFA device Libfabric can use (or FI_PROVIDER names another), and the plugin cannot describe that provider's devices to NCCL", l.Provider),
+				"on EFA instances, give the pod its EFA devices (vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
+		} else {
+			add("net-plugin-fallback", topology.SeverityError, evidence,
+				"the pod has no EFA device: it requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes)",
+				"request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa, and check the EFA device plugin runs on the node")
+		}
 	}
 	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == topology.InterconnectNVSwitch)
 	for i, c := range l.SortedComms() {
@@ -279,7 +306,11 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 		}
 	}
 	if l.BootstrapSec > 10 || (l.InitSec > 0 && l.BootstrapSec > l.InitSec/2 && l.BootstrapSec > 2) {
-		add("slow-bootstrap", topology.SeverityWarning, fmt.Sprintf("Init timings: bootstrap %.1f s of %.1f s", l.BootstrapSec, l.InitSec),
+		evidence := fmt.Sprintf("Init timings: bootstrap %.1f s of %.1f s", l.BootstrapSec, l.InitSec)
+		if l.InitSec == 0 {
+			evidence = fmt.Sprintf("Bootstrap timings: total %.1f s", l.BootstrapSec) // NCCL ≥ 2.23 without the PROFILE subsystem
+		}
+		add("slow-bootstrap", topology.SeverityWarning, evidence,
 			"ranks waited for each other to start: slow pod scheduling or image pulls, or a bootstrap interface that is hard to reach",
 			"start all ranks together (a gang-scheduled Job), pre-pull the image, and pin NCCL_SOCKET_IFNAME to the pod's interface if the log shows several")
 	}
@@ -309,7 +340,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 	return fs
 }
 
-func verdict(c CommReport, network string, pool *topology.PoolSpec, against string) *Verdict {
+func verdict(c CommReport, network, platform string, pool *topology.PoolSpec, against string) *Verdict {
 	// NCCL's node is a pod (its host hash). With one GPU per pod NCCL sees no second rank on a
 	// node: the machine's pods reach each other through the network, judged as inter-node.
 	perPod := pool.TrainingPod.GPUsPerPod
@@ -322,6 +353,10 @@ func verdict(c CommReport, network string, pool *topology.PoolSpec, against stri
 		ObservedIntra: c.IntraNode, ObservedInter: c.InterNode, Match: true}
 	mismatch := func(change string) { v.Match, v.Changes = false, append(v.Changes, change) }
 	var unknown []string
+	// A log from another instance type is that, before any other judgement.
+	if change := otherInstance(platform, pool, against); change != "" {
+		mismatch(change)
+	}
 
 	switch {
 	case c.LocalRanks > 0 && c.LocalRanks != perPod && c.LocalRanks == 1:
@@ -368,6 +403,15 @@ func verdict(c CommReport, network string, pool *topology.PoolSpec, against stri
 		v.Status = VerdictMatch
 	}
 	return v
+}
+
+// otherInstance names a log from another instance type than the pool's ("" when it is the
+// pool's, or unnamed: aws-ofi-nccl's platform before 1.5 is a family, not a type).
+func otherInstance(platform string, pool *topology.PoolSpec, against string) string {
+	if platform == "" || !strings.Contains(platform, ".") || platform == pool.Instance.Name {
+		return ""
+	}
+	return fmt.Sprintf("the log comes from a %s (aws-ofi-nccl names it), not the %s that %s runs on: compare it with that type's profile", platform, pool.Instance.Name, against)
 }
 
 func intraNodeName(pool *topology.PoolSpec) string {

@@ -43,6 +43,24 @@ var (
 	loadedRe   = regexp.MustCompile(`NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`)
 	usingNetRe = regexp.MustCompile(`Using network (.+)$`)
 	timingsRe  = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
+	// NCCL ≥ 2.23 prints its bootstrap's own total in the default subsystems ("Bootstrap timings
+	// total 0.160902 (create …, send …, recv …, ring …, delay …)", src/bootstrap.cc); the Init
+	// timings line needs the PROFILE subsystem (nccl-tests #311 and #319 show both).
+	bootTimingsRe = regexp.MustCompile(`Bootstrap timings total ([0-9.]+)`)
+	// External network plugins NCCL names itself: "P2P plugin IBext_v8" (2.23: "P2P plugin v8
+	// IBext_v8"), "Plugin Path : …/libnccl-net.so", "Successfully loaded external (network) plugin
+	// …" (2.27, 2.28), and the plugin NCCL assigned a communicator ("Assigned NET plugin IB to
+	// comm", 2.27+: the one actually used, after any that failed).
+	p2pPluginRe   = regexp.MustCompile(`P2P plugin (?:v\d+ )?(\S+)`)
+	pluginPathRe  = regexp.MustCompile(`Plugin Path : (\S+)`)
+	extLoadedRe   = regexp.MustCompile(`Successfully loaded external (?:network )?plugin (.+)$`)
+	assignedRe    = regexp.MustCompile(`Assigned NET plugin (.+) to comm`)
+	internalNetRe = regexp.MustCompile(`NET/Plugin ?: (?:No plugin found|Could not find:? libnccl-net\.so)|Using internal [Nn]etwork plugin`)
+	// aws-ofi-nccl ≥ 1.14 names the instance type in its tuner line ("NCCL_OFI_TUNER is not
+	// available for platform : g7e.8xlarge, Fall back to NCCL's tuner"); ≥ 1.18 also says "Plugin
+	// selected platform: AWS" (a platform family, not a type).
+	tunerPlatformRe = regexp.MustCompile(`NCCL_OFI_TUNER is not available for platform : ([A-Za-z0-9.-]+)`)
+	pluginFamilyRe  = regexp.MustCompile(`Plugin selected platform: (\S+)`)
 	// NCCL ends some of these lines with a period ("NCCL_IB_DISABLE set by environment to 1.").
 	envSetRe = regexp.MustCompile(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`)
 	// What aws-ofi-nccl announces: the platform it tuned for ("p4d.24xlarge", or "P4d" before 1.5),
@@ -52,7 +70,7 @@ var (
 	nicsRe       = regexp.MustCompile(`found (\d+) nics`)
 	pluginSetRe  = regexp.MustCompile(`NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`)
 	pluginAddRe  = regexp.MustCompile(`NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`)
-	pluginFailRe = regexp.MustCompile(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list`)
+	pluginFailRe = regexp.MustCompile(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list|Invalid type of PCI bus`)
 	cudaErrorRe  = regexp.MustCompile(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`)
 	unreachableR = regexp.MustCompile(`FI_EHOSTUNREACH|Unresponsive receiver|EHOSTUNREACH`)
 	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
@@ -85,8 +103,16 @@ type Log struct {
 	PluginSet map[string]string
 	// PluginFailure is the line saying aws-ofi-nccl could not start ("" when it did).
 	PluginFailure string
-	pluginNamed   bool // NCCL named the plugin it loaded
-	warned        map[string]bool
+	// PluginPath is the external plugin library NCCL loaded ("Plugin Path : …"), "" if unnamed.
+	PluginPath string
+	// Assigned is the net plugin NCCL assigned the communicators (NCCL ≥ 2.27), the last named.
+	Assigned string
+	// InternalNet: NCCL said it found no external plugin and uses its own transports.
+	InternalNet bool
+	// PlatformFamily is aws-ofi-nccl's platform family ("AWS"), ≥ 1.18.
+	PlatformFamily string
+	pluginNamed    bool // NCCL named the plugin it loaded
+	warned         map[string]bool
 	// CutLines are lines longer than maxLine, read only in their first maxLine bytes.
 	CutLines []CutLine
 	// UnreadLines are the numbers of lines skipped as binary (not UTF-8, or holding NUL).
@@ -370,6 +396,26 @@ func (l *Log) parseMessage(msg, level string) {
 	if m := match(msg, "set by environment", envSetRe); m != nil {
 		l.Env[m[1]] = m[2]
 	}
+	if m := match(msg, "Bootstrap timings", bootTimingsRe); m != nil {
+		if boot, _ := strconv.ParseFloat(m[1], 64); boot > l.BootstrapSec {
+			l.BootstrapSec = boot
+		}
+	}
+	if m := match(msg, "P2P plugin", p2pPluginRe); m != nil && !l.pluginNamed {
+		l.Plugin = m[1]
+	}
+	if m := match(msg, "Plugin Path", pluginPathRe); m != nil {
+		l.PluginPath = m[1]
+	}
+	if m := match(msg, "Successfully loaded external", extLoadedRe); m != nil && !l.pluginNamed {
+		l.Plugin = strings.TrimSpace(m[1])
+	}
+	if m := match(msg, "Assigned NET plugin", assignedRe); m != nil {
+		l.Assigned = strings.TrimSpace(m[1])
+	}
+	if internalNetRe.MatchString(msg) {
+		l.InternalNet = true
+	}
 	if m := match(msg, "Init timings", timingsRe); m != nil {
 		total, _ := strconv.ParseFloat(m[1], 64)
 		boot, _ := strconv.ParseFloat(m[2], 64)
@@ -394,6 +440,12 @@ func (l *Log) parseMessage(msg, level string) {
 func (l *Log) parsePlugin(msg string) {
 	if m := platformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
 		l.Platform = m[1]
+	}
+	if m := tunerPlatformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
+		l.Platform = m[1]
+	}
+	if m := pluginFamilyRe.FindStringSubmatch(msg); m != nil {
+		l.PlatformFamily = m[1]
 	}
 	if m := providerRe.FindStringSubmatch(msg); m != nil {
 		l.Provider = m[1]

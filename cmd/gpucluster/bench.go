@@ -192,6 +192,9 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 	if r.Elided {
 		fmt.Fprintln(w, "(rows were elided from this log: an excerpt)")
 	}
+	for _, sk := range r.Skipped {
+		fmt.Fprintf(w, "skipped line %d, not a row: %s: %s\n", sk.Line, sk.Reason, sk.Text)
+	}
 	if r.Peak != nil {
 		fmt.Fprintf(w, "peak busbw %.2f GB/s at %s", r.Peak.BusBW, topology.HumanSize(r.Peak.Bytes))
 		for _, s := range r.AtSizes {

@@ -51,6 +51,25 @@ type Table struct {
 	// AvgBusBW depends on which sizes were swept: reported, never compared.
 	AvgBusBW *float64 `json:"avgBusbwGBps,omitempty"`
 	Line     int      `json:"line"`
+	// Skipped are lines inside the table that are not rows of it (launcher chatter such as Open
+	// MPI's "7 more processes have sent help message …", interleaved stderr, a row cut by another
+	// process's output): left out and reported, never a reason to lose the table.
+	Skipped []SkippedLine `json:"skippedLines,omitempty"`
+}
+
+// SkippedLine is one line of a table that was not read as a row, and why.
+type SkippedLine struct {
+	Line   int    `json:"line"`
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
+// skip records a line of the current table that is not a row.
+func (t *Table) skip(n int, line, reason string) {
+	if len(line) > 160 {
+		line = line[:160] + "…"
+	}
+	t.Skipped = append(t.Skipped, SkippedLine{Line: n, Text: line, Reason: reason})
 }
 
 // Perf is every nccl-tests table found in one log.
@@ -160,8 +179,9 @@ var (
 var ErrNoTable = errors.New("no nccl-tests table: no header line with size, count, type, time, algbw and busbw columns")
 
 // ParsePerf reads nccl-tests text output from a job log. Lines that are not nccl-tests output
-// (NCCL INFO lines, launcher chatter) are skipped; a data row that does not fit its header is
-// an error naming the line, because a silently dropped row changes the result.
+// (NCCL INFO lines, launcher chatter) are skipped; a line inside a table that starts like a row
+// but does not fit its header is left out and reported in the table's Skipped, with its line
+// and why, because a silently dropped row changes the result and a lost table loses all of it.
 func ParsePerf(r io.Reader) (*Perf, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
@@ -186,7 +206,10 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 				continue
 			}
 			if err := headerFact(&pending, cur, line); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n, err)
+				if cur == nil {
+					return nil, fmt.Errorf("line %d: %v", n, err)
+				}
+				cur.skip(n, line, err.Error())
 			}
 			continue
 		}
@@ -200,7 +223,7 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		if oobRe.MatchString(line) || avgRe.MatchString(line) {
 			// the footer of early versions, printed without '#'
 			if err := headerFact(&pending, cur, line); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n, err)
+				cur.skip(n, line, err.Error())
 			}
 			continue
 		}
@@ -210,7 +233,8 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		}
 		row, err := cols.row(fields)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %v (header at line %d: %s)", n, err, cur.Line, strings.Join(cols.names, " "))
+			cur.skip(n, line, fmt.Sprintf("%v (header at line %d: %s)", err, cur.Line, strings.Join(cols.names, " ")))
+			continue
 		}
 		row.Line = n
 		cur.Rows = append(cur.Rows, row)

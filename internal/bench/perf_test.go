@@ -111,15 +111,36 @@ func TestParseRefusesWhatItCannotRead(t *testing.T) {
 	const hdr = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
 	for _, tc := range []struct{ name, log, want string }{
 		{"no table", "NCCL INFO hello\n", "no nccl-tests table"},
-		{"short row", hdr + "0:   1048576   262144   float   sum   -1   40.1   26.1\n", "line 2: 7 fields where the header has 13"},
-		{"text busbw", hdr + "1048576 262144 float sum -1 40.1 26.1 x 0 40.2 26.0 48.9 0\n", `line 2: out-of-place: busbw "x" is not a number`},
-		{"negative size", hdr + "-8 2 float sum -1 40.1 26.1 48.9 0 40.2 26.0 48.9 0\n", `size "-8"`},
-		{"bad avg", hdr + "# Avg bus bandwidth : fast\n", `line 2: Avg bus bandwidth "fast"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePerf(strings.NewReader(tc.log))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLinesThatAreNotRowsAreSkippedAndReported: a line inside a table that does not fit its
+// header is left out with its line number and why; the table and its other rows stay.
+func TestLinesThatAreNotRowsAreSkippedAndReported(t *testing.T) {
+	const hdr = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+	const good = "1048576 262144 float sum -1 40.1 26.1 48.9 0 40.2 26.0 48.9 0\n"
+	for _, tc := range []struct{ name, line, want string }{
+		{"short row", "0:   1048576   262144   float   sum   -1   40.1   26.1\n", "7 fields where the header has 13"},
+		{"text busbw", "1048576 262144 float sum -1 40.1 26.1 x 0 40.2 26.0 48.9 0\n", `out-of-place: busbw "x" is not a number`},
+		{"negative size", "-8 2 float sum -1 40.1 26.1 48.9 0 40.2 26.0 48.9 0\n", `size "-8"`},
+		{"launcher chatter", "7 more processes have sent help message help-mpi-btl-openib.txt / no active ports found\n", `count "more" is not an element count`},
+		{"bad avg", "# Avg bus bandwidth : fast\n", `Avg bus bandwidth "fast"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePerf(strings.NewReader(hdr + good + tc.line + good))
+			if err != nil {
+				t.Fatalf("one foreign line lost the table: %v", err)
+			}
+			tb := p.Tables[0]
+			if len(tb.Rows) < 1 || len(tb.Skipped) != 1 || tb.Skipped[0].Line != 3 || !strings.Contains(tb.Skipped[0].Reason, tc.want) {
+				t.Errorf("rows %d, skipped %+v; want line 3 skipped because %q", len(tb.Rows), tb.Skipped, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--json]\n" +
+const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--json]\n" +
 	"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
@@ -30,6 +31,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
 	profile := fs.String("profile", "", "judge against this built-in profile")
 	asJSON := fs.Bool("json", false, "print the results as JSON (the input of a later comparison)")
+	test := fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") {
 		fmt.Fprintln(stderr, benchUsage)
@@ -81,6 +83,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		results = append(results, bench.NewTrainingResult(*logFile, training, pool, against, diag))
 	} else {
 		for _, t := range perf.Tables {
+			if t.Collective == "" && t.Binary == "" {
+				t.Binary = testOf(*test, pool)
+			}
 			results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
 		}
 	}
@@ -230,4 +235,16 @@ func wrongCol(r bench.Row) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// testOf is the test a table that does not name its own ran: the one --test names, else the
+// stack's own benchmark job's (gpucluster's MPIJob runs topology.NCCLTestsBinary), else unknown.
+func testOf(flag string, pool *topology.PoolSpec) string {
+	switch {
+	case flag != "":
+		return flag
+	case pool != nil && pool.Benchmark != nil:
+		return path.Base(topology.NCCLTestsBinary)
+	}
+	return ""
 }

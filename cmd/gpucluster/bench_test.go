@@ -15,7 +15,10 @@ func TestBenchReportExitCodes(t *testing.T) {
 		code int
 		out  string
 	}{
-		{"pass", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa"}, 0, "verdict: pass"},
+		{"pass", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa", "--test", "all_reduce_perf"}, 0, "verdict: pass"},
+		// A table that does not name its test is judged by no figure: only all_reduce_perf has them.
+		{"unnamed test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa"}, 3, "does not name the test"},
+		{"another test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa", "--test", "sendrecv_perf"}, 3, "this is sendrecv_perf"},
 		{"wrong results", []string{"--log", benchData + "wrong-results.txt", "--profile", "p5-efa"}, 1, "1024 wrong elements"},
 		{"no figure for g6e", []string{"--log", benchData + "g6e-ena-exponent.txt", "--profile", "g6e-ena"}, 3, "no published all_reduce_perf figure"},
 		{"nothing asked", []string{"--log", benchData + "g6e-ena-exponent.txt"}, 0, "transports unknown"},

@@ -36,7 +36,9 @@ type Row struct {
 
 // Table is one nccl-tests run: its header facts, rows and footer.
 type Table struct {
-	Collective   string `json:"collective,omitempty"` // all_reduce_perf …; empty when the log does not say
+	Collective string `json:"collective,omitempty"` // all_reduce_perf …; empty when the log does not say
+	// Binary is the test binary the launcher's command line names (when the table does not).
+	Binary       string `json:"binary,omitempty"`
 	TestsVersion string `json:"ncclTestsVersion,omitempty"`
 	// NCCLLibrary is nccl-tests' nccl-library=NNNNN code (e.g. 22703 for 2.27.3).
 	NCCLLibrary int      `json:"ncclLibraryCode,omitempty"`
@@ -168,7 +170,11 @@ func (c *columns) width() int {
 }
 
 var (
-	rankLine   = regexp.MustCompile(`^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
+	// A Markdown rendering drops the leading '#' of nccl-tests' header lines: it is optional.
+	rankLine = regexp.MustCompile(`^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
+	// The test binary on a launcher's command line ("mpirun … /opt/nccl-tests/build/sendrecv_perf
+	// -b 8 -e 1G"), for logs whose tables do not name their test.
+	binaryRe   = regexp.MustCompile(`(?:^|[/\s])([a-z_]+_perf)(?:_mpi)?(?:\s|$)`)
 	versionRe  = regexp.MustCompile(`^#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?`)
 	startingRe = regexp.MustCompile(`^#\s*Collective test (?:starting|concluded):\s*(\S+)`)
 	oobRe      = regexp.MustCompile(`^#?\s*Out of bounds values\s*:\s*(\d+)`)
@@ -212,6 +218,22 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 				cur.skip(n, line, err.Error())
 			}
 			continue
+		}
+		// Header lines a Markdown rendering stripped of their '#': the rank lines and the
+		// column header (a sendrecv table once went unnamed and miscounted this way).
+		if rankLine.MatchString(line) {
+			headerFact(&pending, cur, line)
+			continue
+		}
+		if c, ok := parseHeader(strings.Fields(line)); ok {
+			t := pending
+			t.Line = n
+			p.Tables = append(p.Tables, t)
+			cur, cols, pending = &p.Tables[len(p.Tables)-1], c, Table{}
+			continue
+		}
+		if m := binaryRe.FindStringSubmatch(line); m != nil && strings.Contains(line, "_perf") {
+			pending.Binary = m[1]
 		}
 		if cur == nil || cur.AvgBusBW != nil {
 			continue // the table is closed by its footer

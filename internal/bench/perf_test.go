@@ -215,3 +215,22 @@ func addSeeds(f *testing.F, pattern string) {
 		f.Add(string(b))
 	}
 }
+
+// TestMarkdownRenderedOutput: a GitHub issue body pasted outside a code block loses the '#' of
+// nccl-tests' header lines; the rank lines and the column header are still read as such.
+func TestMarkdownRenderedOutput(t *testing.T) {
+	log := "nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n" +
+		"  Rank  0 Group  0 Pid  20114 on   node-a device  0 [0x53] NVIDIA H100 80GB HBM3\n" +
+		"  Rank  1 Group  0 Pid  20115 on   node-a device  1 [0x64] NVIDIA H100 80GB HBM3\n" +
+		"  Rank  2 Group  0 Pid  31007 on   node-b device  0 [0x53] NVIDIA H100 80GB HBM3\n" +
+		"       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n" +
+		"  1073741824     268435456     float     sum      -1   5210.2  206.08  343.47      0   5205.9  206.25  343.76      0\n"
+	p, err := ParsePerf(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb := p.Tables[0]; tb.Ranks != 3 || len(tb.Hosts) != 2 || len(tb.Rows) != 1 {
+		t.Errorf("ranks %d, hosts %v, rows %d: want 3, 2 hosts, 1 row", tb.Ranks, tb.Hosts, len(tb.Rows))
+	}
+}

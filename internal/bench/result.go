@@ -159,8 +159,17 @@ func (r *Result) judge() Verdict {
 		unknown("the table has no rows")
 		return v
 	}
-	if r.Collective != "" && r.Collective != "all_reduce_perf" {
-		unknown("published figures are for all_reduce_perf; this is %s", r.Collective)
+	// Each test against its own figure, or not at all: only all_reduce_perf has published ones.
+	op := r.Collective
+	if op == "" {
+		op = r.Binary
+	}
+	switch {
+	case op == "":
+		unknown("the log does not name the test (no \"Collective test starting\" line, no *_perf command line): published figures are for all_reduce_perf, and a table of another test must not be judged by them")
+		return v
+	case op != "all_reduce_perf":
+		unknown("published figures are for all_reduce_perf; this is %s", op)
 		return v
 	}
 	switch {
@@ -202,7 +211,7 @@ func (r *Result) judge() Verdict {
 			strings.Join(sizes, ", "), sizes[len(sizes)-1])
 	}
 	if r.Collective == "" && judged {
-		v.Reasons = append(v.Reasons, "the log does not name the test (older nccl-tests); judged as all_reduce_perf")
+		v.Reasons = append(v.Reasons, "the table does not name its test; the launcher's command line runs all_reduce_perf")
 	}
 	return v
 }

@@ -59,6 +59,9 @@ func TestVerdictAgainstPublishedFigures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := parseFile(t, tc.file).Tables[0]
+			if tb.Collective == "" {
+				tb.Binary = "all_reduce_perf" // these are all_reduce runs, as `bench report --test` says for them
+			}
 			for i := range tb.Rows {
 				for _, m := range []*Measure{tb.Rows[i].OutOfPlace, tb.Rows[i].InPlace} {
 					m.BusBW *= tc.scale
@@ -99,5 +102,30 @@ func TestNodesOfPodPerGPU(t *testing.T) {
 	}
 	if r := NewResult("x", table, profilePool(t, "p4d-efa"), "", nil); r.Nodes != 4 {
 		t.Errorf("p4d pod-per-node, 4 pods: %d nodes, want 4", r.Nodes)
+	}
+}
+
+// TestAnUnnamedTestIsNotJudged: a table whose test no line names (a sendrecv run pasted without
+// its header was once judged as all_reduce) gets no bandwidth verdict; the launcher's command
+// line, when the log has it, names it.
+func TestAnUnnamedTestIsNotJudged(t *testing.T) {
+	p5 := profilePool(t, "p5-efa")
+	tb := parseFile(t, "mpijob-p5-eks-excerpt.txt").Tables[0]
+	if r := NewResult("x", tb, p5, "test", doctorOf(t, "mpijob-p5-eks-excerpt.txt")); r.Verdict.Status != Unknown ||
+		!strings.Contains(strings.Join(r.Verdict.Reasons, " "), "does not name the test") {
+		t.Errorf("unnamed: %s %q", r.Verdict.Status, r.Verdict.Reasons)
+	}
+	log := "+ mpirun -np 16 --bind-to none /opt/nccl-tests/build/sendrecv_perf -b 8 -e 2G -f 2 -g 1\n" +
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"  2147483648     536870912     float     sum      -1   9100.1  235.99  235.99      0   9102.3  235.93  235.93      0\n"
+	p, err := ParsePerf(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Tables[0].Binary; b != "sendrecv_perf" {
+		t.Fatalf("binary %q from the command line, want sendrecv_perf", b)
+	}
+	if r := NewResult("x", p.Tables[0], p5, "test", nil); !strings.Contains(strings.Join(r.Verdict.Reasons, " "), "this is sendrecv_perf") {
+		t.Errorf("a sendrecv table judged: %s %q", r.Verdict.Status, r.Verdict.Reasons)
 	}
 }

@@ -234,3 +234,16 @@ func TestMarkdownRenderedOutput(t *testing.T) {
 		t.Errorf("ranks %d, hosts %v, rows %d: want 3, 2 hosts, 1 row", tb.Ranks, tb.Hosts, len(tb.Rows))
 	}
 }
+
+// TestForeignLinesInsideTables: the two public shapes of a table interrupted by other output
+// (testdata headers name them): the split row is skipped and reported, the rest read.
+func TestForeignLinesInsideTables(t *testing.T) {
+	tb := parseFile(t, "split-row-info-lines.txt").Tables[0]
+	if len(tb.Rows) != 3 || len(tb.Skipped) != 1 || tb.Skipped[0].Line != 9 || tb.AvgBusBW == nil || tb.Collective != "all_reduce_perf" {
+		t.Errorf("rows %d, skipped %+v, avg %v, collective %q: want 3 rows, line 9 skipped, the footer read", len(tb.Rows), tb.Skipped, tb.AvgBusBW, tb.Collective)
+	}
+	md := parseFile(t, "markdown-no-hash.txt").Tables[0]
+	if md.Ranks != 1 || len(md.Rows) != 3 || md.OutOfBounds == nil || md.AvgBusBW == nil {
+		t.Errorf("markdown paste: ranks %d, rows %d, footer %v %v", md.Ranks, len(md.Rows), md.OutOfBounds, md.AvgBusBW)
+	}
+}

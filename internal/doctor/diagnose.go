@@ -263,6 +263,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 				"request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa, and check the EFA device plugin runs on the node")
 		}
 	}
+	failureFindings(l.Failures, add)
 	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == topology.InterconnectNVSwitch)
 	for i, c := range l.SortedComms() {
 		cr := comms[i]

@@ -73,8 +73,15 @@ var (
 	pluginFailRe = regexp.MustCompile(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list|Invalid type of PCI bus`)
 	cudaErrorRe  = regexp.MustCompile(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`)
 	unreachableR = regexp.MustCompile(`FI_EHOSTUNREACH|Unresponsive receiver|EHOSTUNREACH`)
-	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
-	hexNumber    = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+	// What a job's traceback or launcher output says of an NCCL failure, with or without
+	// NCCL_DEBUG=INFO (PyTorch's "NCCL error in: …ProcessGroupNCCL.cpp:1970, unhandled system error
+	// (…), NCCL version 2.19.3", the ncclResult name, NCCL's "Last error:" detail, its watchdog).
+	ncclErrorInRe = regexp.MustCompile(`NCCL error in: (\S+), (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`)
+	resultRe      = regexp.MustCompile(`\b(ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage|ncclInvalidArgument)\b`)
+	shmSegmentRe  = regexp.MustCompile(`Error while creating shared memory segment (\S+) \(size (\d+)\)`)
+	watchdogRe    = regexp.MustCompile(`Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) milliseconds`)
+	netDevice     = regexp.MustCompile(`/[0-9]+\b`)
+	hexNumber     = regexp.MustCompile(`0x[0-9a-fA-F]+`)
 )
 
 // Log is what a parse found.
@@ -113,6 +120,8 @@ type Log struct {
 	PlatformFamily string
 	pluginNamed    bool // NCCL named the plugin it loaded
 	warned         map[string]bool
+	// Failures a traceback or launcher output reports, with or without NCCL INFO lines.
+	Failures Failures
 	// CutLines are lines longer than maxLine, read only in their first maxLine bytes.
 	CutLines []CutLine
 	// UnreadLines are the numbers of lines skipped as binary (not UTF-8, or holding NUL).
@@ -191,6 +200,12 @@ func Parse(r io.Reader) (*Log, error) {
 		if l.Version == "" && strings.Contains(line, "NCCL version") {
 			if m := versionRe.FindStringSubmatch(line); m != nil {
 				l.Version = m[1]
+			}
+		}
+		if l.Failures.read(line, l.Lines) {
+			l.NCCLLines++ // a traceback's NCCL error is NCCL output, INFO lines or not
+			if l.Version == "" {
+				l.Version = l.Failures.Version
 			}
 		}
 		host, pid, tid, level, msg, ok := splitNCCL(line)

@@ -243,3 +243,18 @@ func TestNoConnectionLinesIsUnknownNotNone(t *testing.T) {
 		t.Errorf("JSON holds null: %s", b)
 	}
 }
+
+// TestTracebackOnly: a job's traceback with no INFO line is read, not refused: its NCCL error,
+// the detail after "Last error:" without the launcher's label, and what it means.
+func TestTracebackOnly(t *testing.T) {
+	l := parseFile(t, "corpus/33-dle-1386-shm-segment-traceback.log")
+	f := l.Failures
+	if f.Result != "ncclSystemError" || f.Shm != "/dev/shm/nccl-Qx81Lb" || f.ShmSize != "5767520" ||
+		f.LastError != "Error while creating shared memory segment /dev/shm/nccl-Qx81Lb (size 5767520)" || l.Version != "2.20.5" {
+		t.Errorf("failures %+v, version %q", f, l.Version)
+	}
+	r := Diagnose(l, nil, nil, "")
+	if len(r.Findings) != 1 || r.Findings[0].Code != "shm-too-small" || !strings.Contains(r.Findings[0].Fix, "medium: Memory at /dev/shm") {
+		t.Errorf("findings %+v", r.Findings)
+	}
+}

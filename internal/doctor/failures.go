@@ -1,10 +1,15 @@
 package doctor
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 )
+
+// rankLabel is what launchers and frameworks put before a traceback's lines ("[rank3]: ", "(VllmWorkerProcess
+// pid=142) ERROR … ] "), up to where NCCL's own words start.
+var rankLabel = regexp.MustCompile(`^(?:\[rank\d+\]:\s*|\(\w+ pid=\d+\)[^\]]*\]\s*)`)
 
 // Failures are the NCCL failures a job's output reports outside NCCL's INFO lines: the first
 // most users bring is a PyTorch traceback, not an INFO log.
@@ -35,7 +40,7 @@ func (f *Failures) read(line string, n int) bool {
 	}
 	if f.lastErrorNext {
 		f.lastErrorNext = false
-		if t := strings.TrimSpace(line); t != "" {
+		if t := strings.TrimSpace(rankLabel.ReplaceAllString(line, "")); t != "" {
 			f.LastError = t
 			mark()
 		}

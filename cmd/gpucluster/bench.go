@@ -14,7 +14,7 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--json]\n" +
+const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]\n" +
 	"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
@@ -32,8 +32,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", "", "judge against this built-in profile")
 	asJSON := fs.Bool("json", false, "print the results as JSON (the input of a later comparison)")
 	test := fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
+	nodes := fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
 	pos, err := parseArgs(fs, args[1:])
-	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") {
+	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") || *nodes < 0 {
 		fmt.Fprintln(stderr, benchUsage)
 		return exitUsage
 	}
@@ -86,6 +87,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			if t.Collective == "" && t.Binary == "" {
 				t.Binary = testOf(*test, pool)
 			}
+			t.GivenNodes = *nodes
 			results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
 		}
 	}

@@ -17,6 +17,8 @@ func TestBenchReportExitCodes(t *testing.T) {
 	}{
 		{"pass", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa", "--test", "all_reduce_perf"}, 0, "verdict: pass"},
 		// A table that does not name its test is judged by no figure: only all_reduce_perf has them.
+		// --nodes gives the node count a log does not state (srun-p4de-2node has no rank lines).
+		{"nodes given", []string{"--log", benchData + "srun-p4de-2node.txt", "--profile", "p4d-efa", "--test", "all_reduce_perf", "--nodes", "2"}, 3, "no published all_reduce_perf figure for 2 x p4d.24xlarge"},
 		{"unnamed test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa"}, 3, "does not name the test"},
 		{"another test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa", "--test", "sendrecv_perf"}, 3, "this is sendrecv_perf"},
 		{"wrong results", []string{"--log", benchData + "wrong-results.txt", "--profile", "p5-efa"}, 1, "1024 wrong elements"},

@@ -17,7 +17,7 @@ Usage:
   gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
-  gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--json]
+  gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the
                                           transports (NCCL INFO lines), a verdict against published figures

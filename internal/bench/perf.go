@@ -38,7 +38,10 @@ type Row struct {
 type Table struct {
 	Collective string `json:"collective,omitempty"` // all_reduce_perf …; empty when the log does not say
 	// Binary is the test binary the launcher's command line names (when the table does not).
-	Binary       string `json:"binary,omitempty"`
+	Binary string `json:"binary,omitempty"`
+	// GivenNodes is the node count the user gave (bench report --nodes) for a log that does not
+	// say it; the log's own count wins when it has one.
+	GivenNodes   int    `json:"-"`
 	TestsVersion string `json:"ncclTestsVersion,omitempty"`
 	// NCCLLibrary is nccl-tests' nccl-library=NNNNN code (e.g. 22703 for 2.27.3).
 	NCCLLibrary int      `json:"ncclLibraryCode,omitempty"`

@@ -124,6 +124,9 @@ func (r *Result) describe(pool *topology.PoolSpec, d *doctor.Report, hosts int) 
 		ppn := pool.TrainingPod.PodsPerNode
 		r.Nodes = (r.Nodes + ppn - 1) / ppn
 	}
+	if r.Nodes == 0 {
+		r.Nodes = r.GivenNodes
+	}
 }
 
 func (r *Result) judge() Verdict {
@@ -177,12 +180,12 @@ func (r *Result) judge() Verdict {
 		unknown("instance type unknown: pass --stack/--pool or --profile (the log names no platform)")
 		return v
 	case r.Nodes == 0:
-		unknown("node count unknown: the log has neither nccl-tests' \"Rank … on HOST\" lines nor NCCL's nNodes")
+		unknown("node count unknown: the log has neither nccl-tests' \"Rank … on HOST\" lines nor NCCL's nNodes; pass --nodes N")
 		return v
 	}
 	v.References = topology.BusBWReferences(r.InstanceType, r.Nodes)
 	if len(v.References) == 0 {
-		unknown("no published all_reduce_perf figure for %d x %s; bandwidth not judged", r.Nodes, r.InstanceType)
+		unknown("no published all_reduce_perf figure for %d x %s; bandwidth not judged: compare runs of your own instead (gpucluster bench compare A.json B.json)", r.Nodes, r.InstanceType)
 		return v
 	}
 	judged := false

@@ -142,15 +142,20 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 	}
 	r.Findings = signatures(l, topo, it, r.Communicators)
 	switch {
-	case pool != nil && len(r.Communicators) > 0:
-		r.Verdict = verdict(r.Communicators[0], l.Network, l.Platform, pool, against) // the largest: the job's world
+	case pool != nil && topo != nil && len(topo.GPUs) > 0 && len(topo.GPUs) != pool.Instance.GPUCount:
+		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
+			ObservedIntra: topology.TransportUnknown, ObservedInter: topology.TransportUnknown, Status: VerdictMismatch,
+			Changes: []string{fmt.Sprintf("the topology is of a host with %d GPUs, not the %s (%d GPUs) that %s runs on: take `nvidia-smi topo -m` on a node of the pool",
+				len(topo.GPUs), pool.Instance.Name, pool.Instance.GPUCount, against)}}
 	case pool != nil && otherInstance(l.Platform, pool, against) != "":
 		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
 			ObservedIntra: topology.TransportUnknown, ObservedInter: topology.TransportUnknown, Status: VerdictMismatch,
 			Changes: []string{otherInstance(l.Platform, pool, against)}}
+	case pool != nil && len(r.Communicators) > 0:
+		r.Verdict = verdict(r.Communicators[0], l.Network, l.Platform, pool, against) // the largest: the job's world
 	case pool != nil:
 		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,
-			ObservedIntra: topology.TransportNone, ObservedInter: topology.TransportNone, Status: VerdictUnknown,
+			ObservedIntra: topology.TransportUnknown, ObservedInter: topology.TransportUnknown, Status: VerdictUnknown,
 			Reason: "the log holds no communicator initialisation (no \"comm … Init\" line): it ends, or was cut, before NCCL set up its " +
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
@@ -257,6 +262,10 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl chose Libfabric provider %s, not efa: the host has no EFA device Libfabric can use (or FI_PROVIDER names another), and the plugin cannot describe that provider's devices to NCCL", l.Provider),
 				"on EFA instances, give the pod its EFA devices (vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
+		} else if l.Provider == "efa" && l.NICs > 0 {
+			add("net-plugin-fallback", topology.SeverityError, evidence,
+				fmt.Sprintf("aws-ofi-nccl found %d EFA device(s) with provider efa, then failed to start on them: the devices are there, the plugin could not use them (its WARN lines say where: GPUDirect RDMA, endpoint or memory registration)", l.NICs),
+				"read aws-ofi-nccl's WARN lines in this log; check that the node image's EFA driver, libfabric and aws-ofi-nccl versions go together and that GPUDirect RDMA is available (FI_EFA_USE_DEVICE_RDMA, the NVIDIA peer-memory or dmabuf support)")
 		} else {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				"the pod has no EFA device: it requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes)",

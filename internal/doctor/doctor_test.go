@@ -258,3 +258,23 @@ func TestTracebackOnly(t *testing.T) {
 		t.Errorf("findings %+v", r.Findings)
 	}
 }
+
+// TestUserTrials are what a new user tried (issue 19): a 4-GPU host's topology against a p5
+// stack is a mismatch said as such, not a match; a plugin that found its EFA devices and then
+// failed is not blamed on a pod without EFA devices.
+func TestUserTrials(t *testing.T) {
+	r := Diagnose(parseFile(t, "p5-efa.log"), topoFile(t, "g6e12-topo.txt"), profile(t, "p5-efa"), "profile p5-efa")
+	if r.Verdict.Status != VerdictMismatch || !strings.Contains(strings.Join(r.Verdict.Changes, " "), "host with 4 GPUs") {
+		t.Errorf("a g6e.12xlarge topology against p5: %+v", r.Verdict)
+	}
+	r = Diagnose(parseFile(t, "corpus/04-aws-ofi-nccl-889-plugin-init-failed.log"), nil, nil, "")
+	var cause string
+	for _, f := range r.Findings {
+		if f.Code == "net-plugin-fallback" {
+			cause = f.Cause
+		}
+	}
+	if !strings.Contains(cause, "found 4 EFA device(s)") || strings.Contains(cause, "no EFA device") {
+		t.Errorf("plugin-init failure with 4 EFA NICs found: cause %q", cause)
+	}
+}

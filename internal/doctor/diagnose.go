@@ -97,7 +97,9 @@ type Report struct {
 	// NCCLWarnings are NCCL's own WARN lines (of the first 20) that no finding quotes.
 	NCCLWarnings []string  `json:"ncclWarnings,omitempty"`
 	CutLines     []CutLine `json:"cutLines,omitempty"`
-	UnreadLines  []int     `json:"unreadLines,omitempty"`
+	// JoinedLines are lines that held several NCCL records (a wrapped paste), each read on its own.
+	JoinedLines []int `json:"joinedLines,omitempty"`
+	UnreadLines []int `json:"unreadLines,omitempty"`
 	// What aws-ofi-nccl announced: the platform it tuned for, the provider and NICs it chose, and
 	// the variables it set itself (never blamed on the user).
 	Platform     string            `json:"platform,omitempty"`
@@ -159,7 +161,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 			Reason: "the log holds no communicator initialisation (no \"comm … Init\" line): it ends, or was cut, before NCCL set up its " +
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
-	r.CutLines, r.UnreadLines = l.CutLines, l.UnreadLines
+	r.CutLines, r.UnreadLines, r.JoinedLines = l.CutLines, l.UnreadLines, l.JoinedLines
 	quoted := map[string]bool{l.PluginFailure: true}
 	for _, f := range r.Findings {
 		quoted[f.Evidence] = true

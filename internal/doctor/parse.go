@@ -122,6 +122,9 @@ type Log struct {
 	warned         map[string]bool
 	// Failures a traceback or launcher output reports, with or without NCCL INFO lines.
 	Failures Failures
+	// JoinedLines are the lines that held several NCCL records (a terminal-wrapped paste joins
+	// them): each record was read on its own.
+	JoinedLines []int
 	// CutLines are lines longer than maxLine, read only in their first maxLine bytes.
 	CutLines []CutLine
 	// UnreadLines are the numbers of lines skipped as binary (not UTF-8, or holding NUL).
@@ -179,23 +182,33 @@ func Parse(r io.Reader) (*Log, error) {
 	startSeen := map[string]bool{}
 	lr := newLineReader(r)
 	binary := 0
+	var queue []string // the further records of a physical line that holds several
 	for {
-		raw, cut, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		l.Lines++
-		if cut > 0 {
-			l.CutLines = append(l.CutLines, CutLine{Line: l.Lines, BytesCut: cut})
-		}
-		line := string(raw)
-		if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
-			binary++
-			l.UnreadLines = append(l.UnreadLines, l.Lines)
-			continue
+		var line string
+		if len(queue) > 0 {
+			line, queue = queue[0], queue[1:]
+		} else {
+			raw, cut, err := lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			l.Lines++
+			if cut > 0 {
+				l.CutLines = append(l.CutLines, CutLine{Line: l.Lines, BytesCut: cut})
+			}
+			line = string(raw)
+			if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
+				binary++
+				l.UnreadLines = append(l.UnreadLines, l.Lines)
+				continue
+			}
+			if records := splitRecords(line); len(records) > 1 {
+				line, queue = records[0], records[1:]
+				l.JoinedLines = append(l.JoinedLines, l.Lines)
+			}
 		}
 		if l.Version == "" && strings.Contains(line, "NCCL version") {
 			if m := versionRe.FindStringSubmatch(line); m != nil {
@@ -361,6 +374,43 @@ func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 		}
 		return m[1], m[2], m[3], level, line[i+11:], true
 	}
+}
+
+// splitRecords cuts a physical line wherever an NCCL record ("host:pid:tid [dev] NCCL INFO|WARN")
+// starts again after the first: a paste from a terminal that wrapped or joined lines holds
+// several, and the later ones (a communicator's Init line among them) would be lost as the first
+// record's text.
+func splitRecords(line string) []string {
+	if strings.Count(line, " NCCL ") < 2 { // the common case, decided without a regular expression
+		return nil
+	}
+	var starts []int
+	for from := 0; ; {
+		j := strings.Index(line[from:], " NCCL ")
+		if j < 0 {
+			break
+		}
+		i := from + j
+		from = i + 1
+		if len(line) < i+11 || (line[i+6:i+10] != "INFO" && line[i+6:i+10] != "WARN") {
+			continue
+		}
+		if m := ncclPrefix.FindStringSubmatchIndex(line[:i]); m != nil {
+			starts = append(starts, m[2]) // where the host begins
+		}
+	}
+	if len(starts) < 2 {
+		return nil
+	}
+	records := []string{line[:starts[1]]}
+	for k := 1; k < len(starts); k++ {
+		end := len(line)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		records = append(records, line[starts[k]:end])
+	}
+	return records
 }
 
 // match runs re only on messages holding key: most lines are channel lines, and a substring

@@ -175,6 +175,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 }
 
 func commReport(c *Comm) CommReport {
+	c.relocate()
 	cr := CommReport{ID: c.ID, Parent: c.Parent, Excerpt: c.Excerpt, Ranks: c.Ranks, Nodes: c.Nodes, LocalRanks: c.LocalRanks,
 		Channels: c.Channels, IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
 	if cr.Nodes == 0 && c.Ranks > 0 && len(c.rankHost) == c.Ranks {
@@ -275,6 +276,17 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 		}
 	}
 	failureFindings(l.Failures, add)
+	for _, c := range comms {
+		for _, conn := range c.Connections {
+			if conn.Where == "intra-node" && strings.HasPrefix(conn.Transport, "NET/") {
+				add("network-within-node", topology.SeverityWarning,
+					fmt.Sprintf("communicator %s: %d connection(s) between ranks on one host go through %s", c.ID, conn.Count, conn.Transport),
+					"NCCL found the two ranks on the same host yet used neither P2P nor shared memory: NCCL_P2P_DISABLE and NCCL_SHM_DISABLE are set, or the ranks cannot share memory (separate containers without a shared IPC namespace and /dev/shm)",
+					"unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE; run the ranks of a host in one container or pod (or with --ipc=host), so NCCL can use P2P or SHM")
+				break
+			}
+		}
+	}
 	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == topology.InterconnectNVSwitch)
 	for i, c := range l.SortedComms() {
 		cr := comms[i]

@@ -278,3 +278,21 @@ func TestUserTrials(t *testing.T) {
 		t.Errorf("plugin-init failure with 4 EFA NICs found: cause %q", cause)
 	}
 }
+
+// TestSocketBetweenRanksOfOneHost: two ranks of one host (mpirun on a bare machine, the same
+// hostname) connected over NET/Socket are intra-node traffic over TCP, a finding of its own;
+// the transport's name does not make them inter-node.
+func TestSocketBetweenRanksOfOneHost(t *testing.T) {
+	r := Diagnose(parseFile(t, "same-host-socket.log"), nil, nil, "")
+	c := r.Communicators[0]
+	if c.IntraNode != topology.TransportNetSocket || c.InterNode != topology.TransportNone {
+		t.Errorf("intra %q, inter %q: want net-socket within the node, none between nodes", c.IntraNode, c.InterNode)
+	}
+	found := false
+	for _, f := range r.Findings {
+		found = found || f.Code == "network-within-node"
+	}
+	if !found {
+		t.Errorf("no network-within-node finding: %+v", r.Findings)
+	}
+}

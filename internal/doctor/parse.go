@@ -549,6 +549,32 @@ func (c *Comm) edge(channel, from, to int, via string) {
 	c.Peers[peerKey{from, to, where, via}]++
 }
 
+// relocate places each connection by where its two ranks live, when the log names both ranks'
+// hosts: a network connection between ranks of one host is intra-node (NET/Socket between the
+// ranks of a bare-metal mpirun on one machine), whatever the transport's name suggests. Without
+// both hosts the transport decides, as edge does.
+func (c *Comm) relocate() {
+	moved := false
+	for k, n := range c.Peers {
+		from, okF := c.rankHost[k.From]
+		to, okT := c.rankHost[k.To]
+		if k.Where != "inter" || !okF || !okT || from != to {
+			continue
+		}
+		delete(c.Peers, k)
+		k.Where = "intra"
+		c.Peers[k] += n
+		moved = true
+	}
+	if !moved {
+		return
+	}
+	c.Edges = map[string]int{}
+	for k, n := range c.Peers {
+		c.Edges[k.Where+"|"+k.Via] += n
+	}
+}
+
 // Hosts is the number of distinct hosts (pods) the communicator's ranks printed from.
 func (c *Comm) Hosts() int {
 	seen := map[string]bool{}

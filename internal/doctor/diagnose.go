@@ -253,7 +253,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 	if l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) || passedOver {
 		evidence := "aws-ofi-nccl: \"No eligible providers were found\"; NCCL then uses network Socket"
 		if l.PluginFailure != "" {
-			evidence = "aws-ofi-nccl: \"" + l.PluginFailure + "\"; NCCL then uses network " + orUnknown(l.Network)
+			evidence = "aws-ofi-nccl: \"" + l.PluginFailure + "\"; NCCL then uses network " + networkUsed(l)
 		}
 		if passedOver {
 			evidence = fmt.Sprintf("aws-ofi-nccl loaded (provider %s), then NCCL assigned NET plugin %s to its communicators", orUnknown(l.Provider), l.Assigned)
@@ -271,8 +271,8 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 				"read aws-ofi-nccl's WARN lines in this log; check that the node image's EFA driver, libfabric and aws-ofi-nccl versions go together and that GPUDirect RDMA is available (FI_EFA_USE_DEVICE_RDMA, the NVIDIA peer-memory or dmabuf support)")
 		} else {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
-				"the pod has no EFA device: it requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes)",
-				"request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa, and check the EFA device plugin runs on the node")
+				"the process has no EFA device to use: in Kubernetes the pod requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes); on an instance without Kubernetes, the instance has no EFA interface attached or its EFA driver is not loaded",
+				"in Kubernetes, request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa and that the EFA device plugin runs on the node; on a bare instance, launch it with EFA interfaces and check `fi_info -p efa` lists them")
 		}
 	}
 	failureFindings(l.Failures, add)
@@ -443,6 +443,18 @@ func intraNodeName(pool *topology.PoolSpec) string {
 		return "NVLink"
 	}
 	return "the node"
+}
+
+// networkUsed is the network NCCL used: its "Using network" line, else its socket transport's
+// own "NET/Socket : Using …" line, else not logged.
+func networkUsed(l *Log) string {
+	switch {
+	case l.Network != "":
+		return l.Network
+	case l.SocketUsing != "":
+		return "Socket (NET/Socket : Using " + l.SocketUsing + ")"
+	}
+	return "(not logged)"
 }
 
 func orUnknown(s string) string {

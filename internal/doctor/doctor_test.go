@@ -296,3 +296,20 @@ func TestSocketBetweenRanksOfOneHost(t *testing.T) {
 		t.Errorf("no network-within-node finding: %+v", r.Findings)
 	}
 }
+
+// TestFallbackEvidenceQuotesTheSocketLine: a fallback whose "NET/Socket : Using" line is in the
+// log says so, not "(not logged)", even without a "Using network" line.
+func TestFallbackEvidenceQuotesTheSocketLine(t *testing.T) {
+	log := "h1:10:10 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n" +
+		"h1:10:30 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.7.4-aws\n" +
+		"h1:10:30 [0] ofi_init:1355 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n" +
+		"h1:10:30 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0>\n"
+	l, err := Parse(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Diagnose(l, nil, nil, "")
+	if len(r.Findings) == 0 || !strings.Contains(r.Findings[0].Evidence, "NET/Socket : Using [0]eth0:10.1.2.3<0>") {
+		t.Errorf("findings %+v", r.Findings)
+	}
+}

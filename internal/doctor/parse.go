@@ -42,7 +42,10 @@ var (
 	pluginRe   = regexp.MustCompile(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`)
 	loadedRe   = regexp.MustCompile(`NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`)
 	usingNetRe = regexp.MustCompile(`Using network (.+)$`)
-	timingsRe  = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
+	// NCCL's socket transport names its interfaces ("NET/Socket : Using [0]eth0:10.0.0.1<0>") when
+	// it is the network, even where no "Using network" line follows (an excerpt, old versions).
+	socketUsingRe = regexp.MustCompile(`NET/Socket : Using (.+)$`)
+	timingsRe     = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
 	// NCCL ≥ 2.23 prints its bootstrap's own total in the default subsystems ("Bootstrap timings
 	// total 0.160902 (create …, send …, recv …, ring …, delay …)", src/bootstrap.cc); the Init
 	// timings line needs the PROFILE subsystem (nccl-tests #311 and #319 show both).
@@ -118,8 +121,10 @@ type Log struct {
 	InternalNet bool
 	// PlatformFamily is aws-ofi-nccl's platform family ("AWS"), ≥ 1.18.
 	PlatformFamily string
-	pluginNamed    bool // NCCL named the plugin it loaded
-	warned         map[string]bool
+	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
+	SocketUsing string
+	pluginNamed bool // NCCL named the plugin it loaded
+	warned      map[string]bool
 	// Failures a traceback or launcher output reports, with or without NCCL INFO lines.
 	Failures Failures
 	// JoinedLines are the lines that held several NCCL records (a terminal-wrapped paste joins
@@ -440,6 +445,9 @@ func (l *Log) parseMessage(msg, level string) {
 	}
 	if m := match(msg, "NET/Plugin", loadedRe); m != nil {
 		l.Plugin, l.pluginNamed = strings.TrimSpace(m[1]), true // NCCL's own word for the plugin
+	}
+	if m := match(msg, "NET/Socket : Using", socketUsingRe); m != nil {
+		l.SocketUsing = strings.TrimSpace(m[1])
 	}
 	if m := match(msg, "Using network", usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])

@@ -129,3 +129,20 @@ func TestAnUnnamedTestIsNotJudged(t *testing.T) {
 		t.Errorf("a sendrecv table judged: %s %q", r.Verdict.Status, r.Verdict.Reasons)
 	}
 }
+
+// TestInPlaceWrongAloneFails: wrong results in the in-place half only fail the run (a guard the
+// wrong-results fixture, wrong out of place, never reached alone).
+func TestInPlaceWrongAloneFails(t *testing.T) {
+	log := "# Collective test starting: all_reduce_perf\n" +
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"   268435456      67108864     float     sum      -1   1201.1  223.49  419.04      0   1199.8  223.73  419.49    512\n" +
+		"# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 419.2\n"
+	p, err := ParsePerf(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResult("x", p.Tables[0], nil, "", nil)
+	if r.Verdict.Status != Fail || !strings.Contains(strings.Join(r.Verdict.Reasons, " "), "512 wrong elements at 256 MiB (in-place)") {
+		t.Errorf("in-place wrong: %s %q", r.Verdict.Status, r.Verdict.Reasons)
+	}
+}

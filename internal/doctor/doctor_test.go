@@ -313,3 +313,51 @@ func TestFallbackEvidenceQuotesTheSocketLine(t *testing.T) {
 		t.Errorf("findings %+v", r.Findings)
 	}
 }
+
+// Mutation guards: each input reaches one guard alone, so removing the guard fails the test.
+func TestGuardsReachedAlone(t *testing.T) {
+	parse := func(log string) *Log {
+		l, err := Parse(strings.NewReader(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	// NCCL_P2P_LEVEL set by aws-ofi-nccl itself (NCCL then reports it "set by environment"): not
+	// the user's restriction. The same value set by the user would be.
+	plugin := "h:1:1 [0] NCCL INFO NET/OFI Setting NCCL_P2P_LEVEL environment variable to PHB\n" +
+		"h:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to PHB\n"
+	for _, f := range Diagnose(parse(plugin), nil, nil, "").Findings {
+		if f.Code == "p2p-restricted" {
+			t.Errorf("a variable the plugin set blamed on the user: %+v", f)
+		}
+	}
+	user := "h:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to PHB\n"
+	found := false
+	for _, f := range Diagnose(parse(user), nil, nil, "").Findings {
+		found = found || f.Code == "p2p-restricted"
+	}
+	if !found {
+		t.Error("the user's NCCL_P2P_LEVEL is not reported")
+	}
+
+	// localRanks 4 on a p5 (8 GPUs in one pod): a mismatch of its own kind, not the 1-rank one.
+	four := "h:1:2 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 8 cudaDev 0 busId 18000 commId 0xab - Init START\n" +
+		"h:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0\n" +
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+	v := Diagnose(parse(four), nil, profile(t, "p5-efa"), "profile p5-efa").Verdict
+	if v.Status != VerdictMismatch || !strings.Contains(strings.Join(v.Changes, " "), "NCCL found 4 ranks per node") {
+		t.Errorf("localRanks 4 on p5: %+v", v)
+	}
+
+	// The absolute slow-bootstrap threshold alone: 12 s of a 40 s init (the relative clause,
+	// bootstrap over half the init, does not hold).
+	slow := "h:1:2 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 8 total 40.00 (kernels 0.10, alloc 0.10, bootstrap 12.00, allgathers 0.10, topo 0.10, graphs 0.00, connections 27.60, rest 0.00)\n"
+	found = false
+	for _, f := range Diagnose(parse(slow), nil, nil, "").Findings {
+		found = found || f.Code == "slow-bootstrap"
+	}
+	if !found {
+		t.Error("a 12 s bootstrap (of 40 s) is not reported")
+	}
+}

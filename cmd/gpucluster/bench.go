@@ -14,7 +14,7 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-const benchUsage = "usage: gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]\n" +
+const benchUsage = "usage: gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]\n" +
 	"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
@@ -26,7 +26,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	fs := newFlags("bench report", stderr)
-	logFile := fs.String("log", "", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin)")
+	var logs logFlag
+	fs.Var(&logs, "log", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs")
 	stack := fs.String("stack", "", "judge against a pool of this stack (stacks/Pulumi.<stack>.yaml)")
 	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
 	profile := fs.String("profile", "", "judge against this built-in profile")
@@ -34,15 +35,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	test := fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
 	nodes := fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
 	pos, err := parseArgs(fs, args[1:])
-	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") || *nodes < 0 {
+	if err != nil || len(pos) > 0 || len(logs) == 0 || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") || *nodes < 0 {
 		fmt.Fprintln(stderr, benchUsage)
 		return exitUsage
 	}
-	raw, err := readInput(*logFile, io.ReadAll)
+	job, err := readLogs(logs)
 	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
 		return exitUnreadable
 	}
+	raw, logFile := job.Data, strings.Join(job.Files, ", ")
 	var perf *bench.Perf
 	var training *bench.Training
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
@@ -60,7 +62,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", logFile, err)
 		return exitUnreadable
 	}
 	pool, against, err := expectation(*stack, *poolName, *profile)
@@ -76,19 +78,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		diag = doctor.Diagnose(l, nil, pool, against)
 	case !errors.As(err, &notNCCL):
-		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", *logFile, err)
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", logFile, err)
 		return exitUnreadable
 	}
 	var results []*bench.Result
 	if training != nil {
-		results = append(results, bench.NewTrainingResult(*logFile, training, pool, against, diag))
+		results = append(results, bench.NewTrainingResult(logFile, training, pool, against, diag))
 	} else {
 		for _, t := range perf.Tables {
 			if t.Collective == "" && t.Binary == "" {
 				t.Binary = testOf(*test, pool)
 			}
 			t.GivenNodes = *nodes
-			results = append(results, bench.NewResult(*logFile, t, pool, against, diag))
+			results = append(results, bench.NewResult(logFile, t, pool, against, diag))
 		}
 	}
 	if *asJSON {

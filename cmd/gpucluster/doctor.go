@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -17,21 +19,27 @@ var stdin io.Reader = os.Stdin
 
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", stderr)
-	logFile := fs.String("log", "", "NCCL_DEBUG=INFO log of the job ('-' reads stdin)")
+	var logs logFlag
+	fs.Var(&logs, "log", "NCCL_DEBUG=INFO log of the job ('-' reads stdin); repeat it, or name a directory, for every pod's log")
 	topoFile := fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
 	stack := fs.String("stack", "", "compare with a pool of this stack (stacks/Pulumi.<stack>.yaml)")
 	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
 	profile := fs.String("profile", "", "compare with this built-in profile")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 || *logFile == "" || (*stack != "" && *profile != "") || (*logFile == "-" && *topoFile == "-") ||
+	if err != nil || len(pos) > 0 || len(logs) == 0 || (*stack != "" && *profile != "") || (slices.Contains(logs, "-") && *topoFile == "-") ||
 		(*poolName != "" && *stack == "") {
-		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]")
+		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE|DIR [--log FILE…] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]")
 		return exitUsage
 	}
-	l, err := readInput(*logFile, func(r io.Reader) (*doctor.Log, error) { return doctor.Parse(r) })
+	job, err := readLogs(logs)
 	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", *logFile, err)
+		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
+		return exitUnreadable
+	}
+	l, err := doctor.Parse(bytes.NewReader(job.Data))
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", strings.Join(job.Files, ", "), err)
 		return exitUnreadable
 	}
 	var topo *doctor.Topo
@@ -47,6 +55,12 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return expectationExit(err)
 	}
 	r := doctor.Diagnose(l, topo, pool, against)
+	if len(job.Files) > 1 {
+		r.Sources = job.Files
+		for i := range r.Findings {
+			r.Findings[i].Sources = job.sourcesOf(r.Findings[i].Evidence)
+		}
+	}
 	if *asJSON {
 		if code := writeJSON(stdout, stderr, r); code != 0 {
 			return code
@@ -137,6 +151,9 @@ func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, e
 }
 
 func writeDoctor(w io.Writer, r *doctor.Report) {
+	if len(r.Sources) > 1 {
+		fmt.Fprintf(w, "one job, %d logs: %s\n", len(r.Sources), strings.Join(r.Sources, ", "))
+	}
 	fmt.Fprintf(w, "NCCL %s, net plugin %s, network %s\n", orDash(r.NCCLVersion), strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion), orDash(r.Network))
 	if r.Platform != "" || r.Provider != "" {
 		fmt.Fprintf(w, "aws-ofi-nccl: platform %s, provider %s, %d NIC(s)", orDash(r.Platform), orDash(r.Provider), r.NICs)
@@ -167,7 +184,11 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 		fmt.Fprintln(w)
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintf(w, "%s %s\n  seen:  %s\n  cause: %s\n  fix:   %s\n", strings.ToUpper(f.Severity), f.Code, f.Evidence, f.Cause, f.Fix)
+		fmt.Fprintf(w, "%s %s\n  seen:  %s\n", strings.ToUpper(f.Severity), f.Code, f.Evidence)
+		if len(f.Sources) > 0 {
+			fmt.Fprintf(w, "  in:    %s\n", strings.Join(f.Sources, ", "))
+		}
+		fmt.Fprintf(w, "  cause: %s\n  fix:   %s\n", f.Cause, f.Fix)
 	}
 	if len(r.NCCLWarnings) > 0 {
 		fmt.Fprintf(w, "\nNCCL warnings:\n")

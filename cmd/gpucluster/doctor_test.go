@@ -64,3 +64,33 @@ func TestDoctorWithoutACommunicatorExits3(t *testing.T) {
 		t.Errorf("without a profile nothing is compared: exit %d", code)
 	}
 }
+
+// TestDoctorReadsAJobOfSeveralLogs: every pod's log of one job, as a directory or repeated
+// --log, is read as one job (ranks and nodes from all of them), and a finding names the pod log
+// its evidence came from.
+func TestDoctorReadsAJobOfSeveralLogs(t *testing.T) {
+	dir := doctorData + "job-two-pods"
+	for _, args := range [][]string{
+		{"doctor", "--log", dir, "--json"},
+		{"doctor", "--log", dir + "/worker-0.log", "--log", dir + "/worker-1.log", "--json"},
+	} {
+		var out, errOut strings.Builder
+		code := run(args, &out, &errOut)
+		var r doctor.Report
+		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut.String())
+		}
+		if code != exitFail || len(r.Sources) != 2 || len(r.Communicators) != 1 || r.Communicators[0].Nodes != 2 {
+			t.Errorf("%v: exit %d, sources %v, communicators %+v", args, code, r.Sources, r.Communicators)
+		}
+		var unreachable *doctor.Finding
+		for i := range r.Findings {
+			if r.Findings[i].Code == "efa-unreachable" {
+				unreachable = &r.Findings[i]
+			}
+		}
+		if unreachable == nil || len(unreachable.Sources) != 1 || !strings.HasSuffix(unreachable.Sources[0], "worker-1.log") {
+			t.Errorf("%v: the unreachable finding does not name worker-1.log: %+v", args, unreachable)
+		}
+	}
+}

@@ -14,10 +14,10 @@ Usage:
   gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
                                           evaluate a stack's Pulumi program offline and write its review
                                           bundle (plan.json, manifests/, REVIEW.md); default: the dev stack
-  gpucluster doctor --log FILE [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
+  gpucluster doctor --log FILE|DIR [--log …] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
-  gpucluster bench report --log FILE [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]
+  gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the
                                           transports (NCCL INFO lines), a verdict against published figures

@@ -55,6 +55,8 @@ type Finding struct {
 	Evidence string `json:"evidence"`
 	Cause    string `json:"cause"`
 	Fix      string `json:"fix"`
+	// Sources are the files (pods' logs) whose lines the evidence quotes, when several were read.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Verdict compares what the job did with what the profile expects.
@@ -108,6 +110,8 @@ type Report struct {
 	PluginSetEnv map[string]string `json:"pluginSetEnv,omitempty"`
 	// InstanceType is the type the diagnosis reasoned about: the pool's, else the platform's.
 	InstanceType string `json:"instanceType,omitempty"`
+	// Sources are the files read as one job (every pod's log), when there were several.
+	Sources []string `json:"sources,omitempty"`
 	// AssignedNetPlugin is the plugin NCCL assigned the communicators (NCCL ≥ 2.27), which may
 	// differ from the one it loaded first; NetPluginPath the external library it loaded.
 	AssignedNetPlugin string `json:"assignedNetPlugin,omitempty"`
@@ -240,7 +244,7 @@ func instanceOf(l *Log, pool *topology.PoolSpec) *topology.InstanceType {
 func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommReport) []Finding {
 	fs := []Finding{} // JSON: [] when there is none, never null
 	add := func(code, severity, evidence, cause, fix string) {
-		fs = append(fs, Finding{code, severity, evidence, cause, fix})
+		fs = append(fs, Finding{Code: code, Severity: severity, Evidence: evidence, Cause: cause, Fix: fix})
 	}
 	socket := l.Network == "Socket"
 	for _, c := range comms {

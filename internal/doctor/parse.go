@@ -27,7 +27,9 @@ import (
 // testdata/corpus names the public log each spelling was studied in).
 var (
 	// What stands before " NCCL INFO": the process and, on WARN lines, the source location.
-	ncclPrefix = regexp.MustCompile(`([^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: \S+:\d+)?$`)
+	// The location may be a whole C++ signature with spaces: aws-ofi-nccl's WARN lines
+	// ("[0] ncclResult_t nccl_net_ofi_regMr(...):412 NCCL WARN", "int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208").
+	ncclPrefix = regexp.MustCompile(`([^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: [^\[]*?:\d+)?$`)
 	versionRe  = regexp.MustCompile(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`)
 	// ncclCommInitRank / ncclCommSplit / plain "comm": split communicators add parent, color and
 	// key before commId (NCCL ≥ 2.18).

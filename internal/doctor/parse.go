@@ -442,7 +442,7 @@ func (l *Log) parseMessage(msg, level string) {
 	if strings.Contains(msg, "NET/OFI") {
 		l.parsePlugin(msg)
 	}
-	if m := pluginFailRe.FindString(msg); m != "" && l.PluginFailure == "" {
+	if (strings.Contains(msg, "OFI") || strings.Contains(msg, "provider")) && l.PluginFailure == "" && pluginFailRe.MatchString(msg) {
 		l.PluginFailure = strings.TrimSpace(msg)
 	}
 	if m := match(msg, "NET/Plugin", loadedRe); m != nil {
@@ -462,10 +462,10 @@ func (l *Log) parseMessage(msg, level string) {
 			l.Version = m[1]
 		}
 	}
-	if m := unreachableR.FindString(msg); m != "" {
+	if (strings.Contains(msg, "UNREACH") || strings.Contains(msg, "Unresponsive")) && unreachableR.MatchString(msg) {
 		l.Unreachable = append(l.Unreachable, strings.TrimSpace(msg))
 	}
-	if m := cudaErrorRe.FindString(msg); m != "" {
+	if (strings.Contains(msg, "uda") || strings.Contains(msg, "UDA") || strings.Contains(msg, "initialized")) && cudaErrorRe.MatchString(msg) {
 		l.CUDAErrors = append(l.CUDAErrors, strings.TrimSpace(msg))
 	}
 	if m := match(msg, "set by environment", envSetRe); m != nil {
@@ -488,7 +488,7 @@ func (l *Log) parseMessage(msg, level string) {
 	if m := match(msg, "Assigned NET plugin", assignedRe); m != nil {
 		l.Assigned = strings.TrimSpace(m[1])
 	}
-	if internalNetRe.MatchString(msg) {
+	if (strings.Contains(msg, "NET/Plugin") || strings.Contains(msg, "nternal")) && internalNetRe.MatchString(msg) {
 		l.InternalNet = true
 	}
 	if m := match(msg, "Init timings", timingsRe); m != nil {

@@ -375,11 +375,11 @@ func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 		if level != "INFO" && level != "WARN" || line[i+10] != ' ' {
 			continue
 		}
-		m := ncclPrefix.FindStringSubmatch(line[:i])
-		if m == nil {
+		_, host, pid, tid, ok := processPrefix(line[:i])
+		if !ok {
 			continue
 		}
-		return m[1], m[2], m[3], level, line[i+11:], true
+		return host, pid, tid, level, line[i+11:], true
 	}
 }
 
@@ -402,8 +402,8 @@ func splitRecords(line string) []string {
 		if len(line) < i+11 || (line[i+6:i+10] != "INFO" && line[i+6:i+10] != "WARN") {
 			continue
 		}
-		if m := ncclPrefix.FindStringSubmatchIndex(line[:i]); m != nil {
-			starts = append(starts, m[2]) // where the host begins
+		if h, _, _, _, ok := processPrefix(line[:i]); ok {
+			starts = append(starts, h) // where the host begins
 		}
 	}
 	if len(starts) < 2 {

@@ -232,12 +232,12 @@ func Parse(r io.Reader) (*Log, error) {
 		if !ok {
 			// A pasted excerpt: connection lines without the process prefix, or without even
 			// "NCCL INFO". Read them as connections of an unknown communicator.
-			if ch := match(line, " via ", channelRe); ch != nil {
+			if ch, from, to, via, ok := channelOf(line); ok {
 				l.NCCLLines++
 				c := l.comm(ExcerptComm)
 				c.Excerpt = true
-				c.Channels = max(c.Channels, atoi(ch[1])+1)
-				c.edge(atoi(ch[1]), atoi(ch[2]), atoi(ch[3]), ch[5])
+				c.Channels = max(c.Channels, atoi(ch)+1)
+				c.edge(atoi(ch), atoi(from), atoi(to), via)
 			}
 			continue
 		}
@@ -292,10 +292,9 @@ func Parse(r io.Reader) (*Log, error) {
 		if n := match(msg, "coll channels", collChanRe); n != nil {
 			comm.Channels = max(comm.Channels, atoi(n[1]))
 		}
-		if ch := match(msg, " via ", channelRe); ch != nil {
-			comm.Channels = max(comm.Channels, atoi(ch[1])+1)
-			from, to := atoi(ch[2]), atoi(ch[3])
-			comm.edge(atoi(ch[1]), from, to, ch[5])
+		if ch, from, to, via, ok := channelOf(msg); ok {
+			comm.Channels = max(comm.Channels, atoi(ch)+1)
+			comm.edge(atoi(ch), atoi(from), atoi(to), via)
 		}
 	}
 	// Connections never claimed by an Init line: the log is an excerpt.

@@ -1,0 +1,104 @@
+package doctor
+
+import "strings"
+
+// parseChannel reads what channelRe matches, by hand: a connection line is most of a log, and
+// the expression's backtracking was the largest cost left after the prefix. It returns the
+// channel, the two ranks and the transport ("via …", trailing space trimmed), from the leftmost
+// "Channel " or "Ring " that starts a whole match. FuzzChannelMatchesRegexp holds it to channelRe.
+func parseChannel(s string) (channel, from, to string, via string, ok bool) {
+	for i := 0; i < len(s); {
+		c := strings.Index(s[i:], "Channel ")
+		r := strings.Index(s[i:], "Ring ")
+		var at, skip int
+		switch {
+		case c < 0 && r < 0:
+			return "", "", "", "", false
+		case r < 0 || (c >= 0 && c < r):
+			at, skip = i+c, len("Channel ")
+		default:
+			at, skip = i+r, len("Ring ")
+		}
+		if ch, f, t, v, ok := channelAfter(s[at+skip:]); ok {
+			return ch, f, t, v, true
+		}
+		i = at + 1
+	}
+	return "", "", "", "", false
+}
+
+// channelAfter parses `N[/M] : A[[hex]] -> B[[hex]][ [send|receive]] via T` at the start of s.
+func channelAfter(s string) (channel, from, to, via string, ok bool) {
+	channel, s = leadDigits(s)
+	if channel == "" {
+		return
+	}
+	if strings.HasPrefix(s, "/") {
+		var d string
+		if d, s = leadDigits(s[1:]); d == "" {
+			return "", "", "", "", false
+		}
+	}
+	if s, ok = strings.CutPrefix(s, " : "); !ok {
+		return
+	}
+	if from, s = leadDigits(s); from == "" {
+		return "", "", "", "", false
+	}
+	s = skipBusID(s)
+	if s, ok = strings.CutPrefix(s, " -> "); !ok {
+		return
+	}
+	if to, s = leadDigits(s); to == "" {
+		return "", "", "", "", false
+	}
+	s = skipBusID(s)
+	for _, tag := range []string{" [send]", " [receive]"} {
+		if rest, cut := strings.CutPrefix(s, tag); cut && strings.HasPrefix(rest, " via ") {
+			s = rest
+			break
+		}
+	}
+	if s, ok = strings.CutPrefix(s, " via "); !ok || s == "" {
+		return "", "", "", "", false
+	}
+	via = strings.TrimRight(s, " \t\n\f\r")
+	if via == "" {
+		via = s[:1] // ".+?" takes one character at least
+	}
+	if strings.IndexByte(via, '\n') >= 0 { // "." matches no newline (a line never holds one)
+		return "", "", "", "", false
+	}
+	return channel, from, to, via, true
+}
+
+func leadDigits(s string) (string, string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// skipBusID skips an optional "[<lowercase hex>]".
+func skipBusID(s string) string {
+	if !strings.HasPrefix(s, "[") {
+		return s
+	}
+	i := 1
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+		i++
+	}
+	if i > 1 && i < len(s) && s[i] == ']' {
+		return s[i+1:]
+	}
+	return s
+}
+
+// channelOf is a connection line's fields, behind the substring every one holds.
+func channelOf(s string) (channel, from, to, via string, ok bool) {
+	if !strings.Contains(s, " via ") {
+		return "", "", "", "", false
+	}
+	return parseChannel(s)
+}

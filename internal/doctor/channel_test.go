@@ -1,0 +1,26 @@
+package doctor
+
+import "testing"
+
+// FuzzChannelMatchesRegexp holds the hand-written connection reader to channelRe, the regular
+// expression that documents every spelling: the same verdict and the same fields on any input.
+func FuzzChannelMatchesRegexp(f *testing.F) {
+	for _, s := range []string{
+		"Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read", "Channel 04 : 25[101d0] -> 24[101c0] via NET/Libfabric/0/GDRDMA",
+		"Ring 00 : 26[2] -> 30[6] via P2P/IPC", "Ring 00 : 7 -> 8 [send] via NET/Socket/0", "Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0  ",
+		"Channel 00/02 :    0   1", "Channel 1 : 2 -> 3 via  ", "x Ring y Channel 3 : 1 -> 2 via SHM", "Channel 0 : 1[AB] -> 2 via P2P",
+		"Channel 0 : 1 -> 2 [send] [send] via X", "Channel 0/ : 1 -> 2 via X",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := channelRe.FindStringSubmatch(s)
+		ch, from, to, via, ok := parseChannel(s)
+		if (m != nil) != ok {
+			t.Fatalf("%q: regexp %v, hand %v", s, m != nil, ok)
+		}
+		if ok && (ch != m[1] || from != m[2] || to != m[3] || via != m[5]) {
+			t.Fatalf("%q: regexp %q %q %q %q, hand %q %q %q %q", s, m[1], m[2], m[3], m[5], ch, from, to, via)
+		}
+	})
+}

@@ -102,3 +102,32 @@ func channelOf(s string) (channel, from, to, via string, ok bool) {
 	}
 	return parseChannel(s)
 }
+
+// deviceNumbers replaces every "/<digits>" that ends a word with "/<n>" (what netDevice's
+// ReplaceAllString does), so a transport is one row whatever NIC carried it.
+func deviceNumbers(via string) string {
+	if !strings.Contains(via, "/") {
+		return via
+	}
+	var b strings.Builder
+	for i := 0; i < len(via); i++ {
+		if via[i] == '/' {
+			j := i + 1
+			for j < len(via) && via[j] >= '0' && via[j] <= '9' {
+				j++
+			}
+			if j > i+1 && (j == len(via) || !wordByte(via[j])) {
+				b.WriteString("/<n>")
+				i = j - 1
+				continue
+			}
+		}
+		b.WriteByte(via[i])
+	}
+	return b.String()
+}
+
+// wordByte is RE2's \w: [0-9A-Za-z_].
+func wordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}

@@ -24,3 +24,15 @@ func FuzzChannelMatchesRegexp(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDeviceNumbersMatchesRegexp holds deviceNumbers to netDevice's replacement.
+func FuzzDeviceNumbersMatchesRegexp(f *testing.F) {
+	for _, s := range []string{"NET/Libfabric/0/GDRDMA", "NET/IB/12", "P2P/CUMEM/read", "NET/IBext_v8/7/GDRDMA", "a/1b/2", "/3/", "x/٣"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := deviceNumbers(s), netDevice.ReplaceAllString(s, "/<n>"); got != want {
+			t.Fatalf("%q: hand %q, regexp %q", s, got, want)
+		}
+	})
+}

@@ -539,7 +539,7 @@ func (l *Log) parsePlugin(msg string) {
 // network (NET, CollNet). The transport says where the peer is, even when the peer's own lines
 // are not in the log (one pod's log): locality is never guessed from the hosts seen.
 func (c *Comm) edge(channel, from, to int, via string) {
-	via = netDevice.ReplaceAllString(via, "/<n>") // one row per transport, not per NIC
+	via = deviceNumbers(via) // one row per transport, not per NIC
 	key := [3]int{channel, from, to}
 	if c.seen[key] {
 		return

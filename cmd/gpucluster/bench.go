@@ -44,7 +44,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
 		return exitUnreadable
 	}
-	raw, logFile := job.Data, strings.Join(job.Files, ", ")
+	logFile := strings.Join(job.Files, ", ")
+	raw, err := job.ReadAll()
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
+		return exitUnreadable
+	}
 	var perf *bench.Perf
 	var training *bench.Training
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {

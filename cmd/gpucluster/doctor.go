@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +36,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
 		return exitUnreadable
 	}
-	l, err := doctor.Parse(bytes.NewReader(job.Data))
+	l, err := doctor.Parse(job.Reader())
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster doctor: %s: %v\n", strings.Join(job.Files, ", "), err)
 		return exitUnreadable

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -18,85 +19,112 @@ func (l *logFlag) String() string     { return strings.Join(*l, ",") }
 func (l *logFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // jobLog is one job's logs read as one: NCCL's lines carry their host and process, so the lines
-// of every pod's log, one file after another, read as one interleaved log.
+// of every pod's log, one file after another, read as one interleaved log. Files are streamed,
+// never held whole: memory stays flat in the logs' size.
 type jobLog struct {
-	Files []string // the files read, in order ("-" for stdin)
-	Data  []byte
-	// ends[i] is where file i's data ends, to say which file a line came from.
-	ends []int
+	Files []string // the files, in order ("-" for stdin)
+	stdin []byte   // stdin, read once (it cannot be read twice)
 }
 
-// readLogs reads the --log arguments: files, directories (their files, sorted, not recursing)
-// and '-'.
+// readLogs expands the --log arguments: files, directories (their files, sorted, not recursing)
+// and '-'. It checks every file can be opened before anything is read.
 func readLogs(args []string) (*jobLog, error) {
 	j := &jobLog{}
-	add := func(name string, r io.Reader) error {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		j.Files = append(j.Files, name)
-		j.Data = append(j.Data, b...)
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			j.Data = append(j.Data, '\n') // the next file starts on a line of its own
-		}
-		j.ends = append(j.ends, len(j.Data))
-		return nil
-	}
 	for _, a := range args {
 		if a == "-" {
-			if err := add("-", stdin); err != nil {
-				return nil, err
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, fmt.Errorf("-: %w", err)
 			}
+			j.stdin, j.Files = b, append(j.Files, "-")
 			continue
 		}
 		info, err := os.Stat(a)
 		if err != nil {
 			return nil, err
 		}
-		files := []string{a}
-		if info.IsDir() {
-			entries, err := os.ReadDir(a)
-			if err != nil {
-				return nil, err
-			}
-			files = nil
-			for _, e := range entries {
-				if e.Type().IsRegular() {
-					files = append(files, filepath.Join(a, e.Name()))
-				}
-			}
-			sort.Strings(files)
-			if len(files) == 0 {
-				return nil, fmt.Errorf("%s: no log files in the directory", a)
+		if !info.IsDir() {
+			j.Files = append(j.Files, a)
+			continue
+		}
+		entries, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		var files []string
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(a, e.Name()))
 			}
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			if err := add(f, bytes.NewReader(b)); err != nil {
-				return nil, err
-			}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s: no log files in the directory", a)
 		}
+		sort.Strings(files)
+		j.Files = append(j.Files, files...)
 	}
 	return j, nil
 }
 
+// open is one file's content.
+func (j *jobLog) open(name string) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(bytes.NewReader(j.stdin)), nil
+	}
+	return os.Open(name)
+}
+
+// each streams every file in turn, each followed by a newline (the next starts on its own line).
+func (j *jobLog) each(fn func(name string, r io.Reader) error) error {
+	for _, name := range j.Files {
+		f, err := j.open(name)
+		if err != nil {
+			return err
+		}
+		err = fn(name, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reader is every file, one after another, as one stream.
+func (j *jobLog) Reader() io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(j.each(func(name string, r io.Reader) error {
+			if _, err := io.Copy(pw, r); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			_, err := pw.Write([]byte{'\n'})
+			return err
+		}))
+	}()
+	return pr
+}
+
+// ReadAll is every file, one after another (for the table reader, which reads its input twice).
+func (j *jobLog) ReadAll() ([]byte, error) { return io.ReadAll(j.Reader()) }
+
 // sourcesOf names the files that hold a text (a finding's quoted evidence), for a job read from
-// several: which pod each fact came from.
+// several: which pod each fact came from. Each file is streamed line by line.
 func (j *jobLog) sourcesOf(text string) []string {
 	if len(j.Files) < 2 || text == "" {
 		return nil
 	}
 	var out []string
-	start := 0
-	for i, end := range j.ends {
-		if bytes.Contains(j.Data[start:end], []byte(text)) {
-			out = append(out, j.Files[i])
+	j.each(func(name string, r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), text) {
+				out = append(out, name)
+				break
+			}
 		}
-		start = end
-	}
+		return nil
+	})
 	return out
 }

@@ -355,7 +355,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 			"add an egress rule for all traffic to the security group itself (gpucluster's EFA group has both rules) and keep the pool in one subnet")
 	}
 	for _, e := range l.CUDAErrors {
-		if strings.Contains(e, "802") || strings.Contains(strings.ToLower(e), "system not yet initialized") {
+		if is802(e) {
 			add("fabric-manager-down", topology.SeverityError, e,
 				"CUDA error 802 (system not yet initialized): NVIDIA Fabric Manager is not running, so the NVSwitch fabric is not set up",
 				"run nv-fabricmanager at the node driver's exact version: the EKS AL2023/Bottlerocket NVIDIA images run it on the host; custom images need gpucluster's fabric-manager DaemonSet (fabricManager: daemonset)")

@@ -126,6 +126,7 @@ type Log struct {
 	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
 	SocketUsing string
 	pluginNamed bool // NCCL named the plugin it loaded
+	seen802     bool // a CUDA 802 line is among CUDAErrors
 	warned      map[string]bool
 	// Failures a traceback or launcher output reports, with or without NCCL INFO lines.
 	Failures Failures
@@ -173,6 +174,14 @@ type peerKey struct {
 type ErrNotNCCL struct{ Reason string }
 
 func (e ErrNotNCCL) Error() string { return e.Reason }
+
+// maxEvidence bounds the lines kept as evidence of one kind: a log repeats its errors.
+const maxEvidence = 20
+
+// is802 says whether a CUDA error line is fabric manager's "system not yet initialized".
+func is802(e string) bool {
+	return strings.Contains(e, "802") || strings.Contains(strings.ToLower(e), "system not yet initialized")
+}
 
 // maxLine bounds what is kept of one line; the rest of a longer line is cut and reported.
 const maxLine = 1 << 20
@@ -462,10 +471,15 @@ func (l *Log) parseMessage(msg, level string) {
 		}
 	}
 	if (strings.Contains(msg, "UNREACH") || strings.Contains(msg, "Unresponsive")) && unreachableR.MatchString(msg) {
-		l.Unreachable = append(l.Unreachable, strings.TrimSpace(msg))
+		if len(l.Unreachable) < maxEvidence { // the first lines are the evidence; memory stays flat
+			l.Unreachable = append(l.Unreachable, strings.TrimSpace(msg))
+		}
 	}
 	if (strings.Contains(msg, "uda") || strings.Contains(msg, "UDA") || strings.Contains(msg, "initialized")) && cudaErrorRe.MatchString(msg) {
-		l.CUDAErrors = append(l.CUDAErrors, strings.TrimSpace(msg))
+		if e := strings.TrimSpace(msg); len(l.CUDAErrors) < maxEvidence || is802(e) && !l.seen802 {
+			l.CUDAErrors = append(l.CUDAErrors, e)
+			l.seen802 = l.seen802 || is802(e)
+		}
 	}
 	if m := match(msg, "set by environment", envSetRe); m != nil {
 		l.Env[m[1]] = m[2]

@@ -112,3 +112,27 @@ func known(n int) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// TestAdviceSaysWhereItApplies: a cause or fix that speaks of pods says it is about Kubernetes (or
+// names containers too): the same logs come from bare-instance mpirun jobs (issue 19, class 7).
+func TestAdviceSaysWhereItApplies(t *testing.T) {
+	files, _ := filepath.Glob("testdata/corpus/*.log")
+	more, _ := filepath.Glob("testdata/*.log")
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Parse(strings.NewReader(string(data)))
+		if err != nil {
+			continue
+		}
+		for _, x := range Diagnose(l, nil, nil, "").Findings {
+			for _, text := range []string{x.Cause, x.Fix} {
+				if strings.Contains(text, "pod") && !strings.Contains(text, "Kubernetes") && !strings.Contains(text, "container") && !strings.Contains(text, "gpucluster") {
+					t.Errorf("%s: %s speaks of pods only: %q", filepath.Base(f), x.Code, text)
+				}
+			}
+		}
+	}
+}

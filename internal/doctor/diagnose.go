@@ -268,7 +268,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 		if l.Provider != "" && l.Provider != "efa" {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl chose Libfabric provider %s, not efa: the host has no EFA device Libfabric can use (or FI_PROVIDER names another), and the plugin cannot describe that provider's devices to NCCL", l.Provider),
-				"on EFA instances, give the pod its EFA devices (vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
+				"on EFA instances, give the process its EFA devices (in Kubernetes, vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
 		} else if l.Provider == "efa" && l.NICs > 0 {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl found %d EFA device(s) with provider efa, then failed to start on them: the devices are there, the plugin could not use them (its WARN lines say where: GPUDirect RDMA, endpoint or memory registration)", l.NICs),
@@ -303,7 +303,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 		if !onePerNode && !onDevice0 {
 			continue
 		}
-		cause := "each pod holds one GPU, so ranks on one node are isolated from each other and talk over the network"
+		cause := "each pod (or container) holds one GPU, so ranks on one node are isolated from each other and talk over the network"
 		if nvswitch {
 			cause += " instead of NVLink through NVSwitch"
 		}
@@ -313,7 +313,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 				c.ID, c.Ranks, it.Name, it.GPUCount)
 		}
 		add("one-gpu-per-pod", topology.SeverityWarning, evidence, cause,
-			"run one pod per node holding every GPU and EFA device (podLayout: pod-per-node)")
+			"run one pod or container per node holding every GPU and EFA device (gpucluster: podLayout: pod-per-node)")
 		break
 	}
 	for _, key := range []string{"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_READ_ENABLE"} {
@@ -328,7 +328,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 			if c.IntraNode == topology.TransportSHM {
 				add("p2p-blocked", topology.SeverityWarning, fmt.Sprintf("communicator %s moves intra-node traffic through SHM although %d GPU pairs could use P2P", c.ID, topo.P2PPairs),
 					"P2P is blocked between GPUs that support it: virtualisation, PCIe ACS, or NCCL_P2P settings",
-					"check NCCL_P2P_* in the environment and the GPU topology seen inside the pod (nvidia-smi topo -m)")
+					"check NCCL_P2P_* in the environment and the GPU topology seen inside the container or pod (nvidia-smi topo -m)")
 				break
 			}
 		}
@@ -339,8 +339,8 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 			evidence = fmt.Sprintf("Bootstrap timings: total %.1f s", l.BootstrapSec) // NCCL ≥ 2.23 without the PROFILE subsystem
 		}
 		add("slow-bootstrap", topology.SeverityWarning, evidence,
-			"ranks waited for each other to start: slow pod scheduling or image pulls, or a bootstrap interface that is hard to reach",
-			"start all ranks together (a gang-scheduled Job), pre-pull the image, and pin NCCL_SOCKET_IFNAME to the pod's interface if the log shows several")
+			"ranks waited for each other to start: ranks launched at different times (in Kubernetes, slow pod scheduling or image pulls), or a bootstrap interface that is hard to reach",
+			"start all ranks together (in Kubernetes, a gang-scheduled Job and a pre-pulled image), and pin NCCL_SOCKET_IFNAME to the host's or pod's interface if the log shows several")
 	}
 	// aws-ofi-nccl sets NCCL_PROTO itself on some platforms; NCCL then reports it "set by
 	// environment" like any other: only a value the plugin did not set is the user's.

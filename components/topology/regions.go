@@ -77,12 +77,12 @@ func EKSImageRegistry(region string) string {
 	return r.EKSRegistryAccount + ".dkr.ecr." + region + "." + r.DNSSuffix
 }
 
-// deployableRegions are the regions a stack may name: pulumi-aws knows them, the registry table
-// has them, and their partition is supported.
+// deployableRegions are the regions a stack may name: those pulumi-aws knows that regionProblem
+// accepts.
 func deployableRegions() []string {
 	var out []string
 	for _, r := range awsRegions {
-		if info, ok := eksRegions[r]; ok && unsupportedPartitions[info.Partition] == "" {
+		if regionProblem(r) == "" {
 			out = append(out, r)
 		}
 	}

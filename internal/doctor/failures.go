@@ -14,9 +14,9 @@ var rankLabel = regexp.MustCompile(`^(?:\[rank\d+\]:\s*|\(\w+ pid=\d+\)[^\]]*\]\
 // Failures are the NCCL failures a job's output reports outside NCCL's INFO lines: the first
 // most users bring is a PyTorch traceback, not an INFO log.
 type Failures struct {
-	// Result is NCCL's result name (ncclSystemError, ncclRemoteError, …), Call where PyTorch
-	// saw it and Message its words ("unhandled system error …"); Version as the error states it.
-	Result, Call, Message, Version string
+	// Result is NCCL's result name (ncclSystemError, ncclRemoteError, …) and Message PyTorch's
+	// words for it ("unhandled system error …"); Version as the error states it.
+	Result, Message, Version string
 	// LastError is NCCL's detail ("Last error:" and the line after it), the most telling line.
 	LastError string
 	// Shm is NCCL's failure to create a shared-memory segment: the segment and its size.
@@ -51,7 +51,7 @@ func (f *Failures) read(line string, n int) bool {
 	}
 	if strings.Contains(line, "NCCL error in:") {
 		if m := ncclErrorInRe.FindStringSubmatch(line); m != nil {
-			f.Call, f.Message, f.Version = m[1], m[2], m[3]
+			f.Message, f.Version = m[2], m[3]
 			mark()
 		}
 	}

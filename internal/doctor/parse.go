@@ -62,10 +62,9 @@ var (
 	assignedRe    = regexp.MustCompile(`Assigned NET plugin (.+) to comm`)
 	internalNetRe = regexp.MustCompile(`NET/Plugin ?: (?:No plugin found|Could not find:? libnccl-net\.so)|Using internal [Nn]etwork plugin`)
 	// aws-ofi-nccl ≥ 1.14 names the instance type in its tuner line ("NCCL_OFI_TUNER is not
-	// available for platform : g7e.8xlarge, Fall back to NCCL's tuner"); ≥ 1.18 also says "Plugin
-	// selected platform: AWS" (a platform family, not a type).
+	// available for platform : g7e.8xlarge, Fall back to NCCL's tuner"); its ≥ 1.18 "Plugin
+	// selected platform: AWS" names a platform family, not a type, and says nothing more.
 	tunerPlatformRe = regexp.MustCompile(`NCCL_OFI_TUNER is not available for platform : ([A-Za-z0-9.-]+)`)
-	pluginFamilyRe  = regexp.MustCompile(`Plugin selected platform: (\S+)`)
 	// NCCL ends some of these lines with a period ("NCCL_IB_DISABLE set by environment to 1.").
 	envSetRe = regexp.MustCompile(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`)
 	// What aws-ofi-nccl announces: the platform it tuned for ("p4d.24xlarge", or "P4d" before 1.5),
@@ -121,8 +120,6 @@ type Log struct {
 	Assigned string
 	// InternalNet: NCCL said it found no external plugin and uses its own transports.
 	InternalNet bool
-	// PlatformFamily is aws-ofi-nccl's platform family ("AWS"), ≥ 1.18.
-	PlatformFamily string
 	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
 	SocketUsing string
 	pluginNamed bool // NCCL named the plugin it loaded
@@ -531,9 +528,6 @@ func (l *Log) parsePlugin(msg string) {
 	}
 	if m := tunerPlatformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
 		l.Platform = m[1]
-	}
-	if m := pluginFamilyRe.FindStringSubmatch(msg); m != nil {
-		l.PlatformFamily = m[1]
 	}
 	if m := providerRe.FindStringSubmatch(msg); m != nil {
 		l.Provider = m[1]

@@ -116,14 +116,9 @@ func known(n int) string {
 // TestAdviceSaysWhereItApplies: a cause or fix that speaks of pods says it is about Kubernetes (or
 // names containers too): the same logs come from bare-instance mpirun jobs (issue 19, class 7).
 func TestAdviceSaysWhereItApplies(t *testing.T) {
-	files, _ := filepath.Glob("testdata/corpus/*.log")
-	more, _ := filepath.Glob("testdata/*.log")
-	for _, f := range append(files, more...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := Parse(strings.NewReader(string(data)))
+	for _, tl := range everyTestLog(t) {
+		f := tl.path
+		l, err := Parse(strings.NewReader(tl.text))
 		if err != nil {
 			continue
 		}
@@ -135,4 +130,23 @@ func TestAdviceSaysWhereItApplies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testLog is one log of testdata.
+type testLog struct{ path, text string }
+
+// everyTestLog is every log in testdata: the corpus and the hand-written ones.
+func everyTestLog(tb testing.TB) []testLog {
+	tb.Helper()
+	files, _ := filepath.Glob("testdata/corpus/*.log")
+	more, _ := filepath.Glob("testdata/*.log")
+	var out []testLog
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, testLog{f, string(data)})
+	}
+	return out
 }

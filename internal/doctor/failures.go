@@ -30,9 +30,10 @@ type Failures struct {
 }
 
 // read takes one line of output and says whether it reported an NCCL failure.
-func (f *Failures) read(line string, n int) bool {
-	// Every marker below but the watchdog's holds "rror": two scans decide for most lines.
-	if !f.lastErrorNext && !strings.Contains(line, "rror") && !strings.Contains(line, "Watchdog") {
+func (f *Failures) read(rec *record, n int) bool {
+	line := rec.line
+	// Whether the line can report a failure by itself was decided with its record (mayReportFailure).
+	if !f.lastErrorNext && !rec.failuresRead {
 		return false
 	}
 	found := false
@@ -49,17 +50,13 @@ func (f *Failures) read(line string, n int) bool {
 			mark()
 		}
 	}
-	if strings.Contains(line, "NCCL error in:") {
-		if m := ncclErrorInRe.FindStringSubmatch(line); m != nil {
-			f.Message, f.Version = m[2], m[3]
-			mark()
-		}
+	if m := rec.findOnLine(ncclErrorInRe); m != nil {
+		f.Message, f.Version = m[2], m[3]
+		mark()
 	}
-	if strings.Contains(line, "nccl") {
-		if m := resultRe.FindStringSubmatch(line); m != nil && f.Result == "" {
-			f.Result = m[1]
-			mark()
-		}
+	if m := rec.findOnLine(resultRe); m != nil && f.Result == "" {
+		f.Result = m[1]
+		mark()
 	}
 	if i := strings.Index(line, "Last error:"); i >= 0 {
 		if rest := strings.TrimSpace(line[i+len("Last error:"):]); rest != "" {
@@ -69,17 +66,13 @@ func (f *Failures) read(line string, n int) bool {
 		}
 		mark()
 	}
-	if strings.Contains(line, "shared memory segment") {
-		if m := shmSegmentRe.FindStringSubmatch(line); m != nil {
-			f.Shm, f.ShmSize = m[1], m[2]
-			mark()
-		}
+	if m := rec.findOnLine(shmSegmentRe); m != nil {
+		f.Shm, f.ShmSize = m[1], m[2]
+		mark()
 	}
-	if strings.Contains(line, "Watchdog caught") {
-		if m := watchdogRe.FindStringSubmatch(line); m != nil && f.Watchdog == "" {
-			f.Watchdog, f.WatchdogMs = m[1], m[2]
-			mark()
-		}
+	if m := rec.findOnLine(watchdogRe); m != nil && f.Watchdog == "" {
+		f.Watchdog, f.WatchdogMs = m[1], m[2]
+		mark()
 	}
 	return found
 }

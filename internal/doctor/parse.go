@@ -9,9 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Line formats, as NCCL prints them (NCCL user guide, "Environment variables: NCCL_DEBUG";
@@ -30,62 +27,64 @@ var (
 	// The location may be a whole C++ signature with spaces: aws-ofi-nccl's WARN lines
 	// ("[0] ncclResult_t nccl_net_ofi_regMr(...):412 NCCL WARN", "int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208").
 	ncclPrefix = regexp.MustCompile(`([^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: [^\[]*?:\d+)?$`)
-	versionRe  = regexp.MustCompile(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`)
+	versionRe  = keyed(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`, "NCCL version ")
 	// ncclCommInitRank / ncclCommSplit / plain "comm": split communicators add parent, color and
 	// key before commId (NCCL ≥ 2.18).
-	commRe = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-f]+))?(?: parent (0x[0-9a-f]+))?.*?(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`)
+	commRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-f]+))?(?: parent (0x[0-9a-f]+))?.*?(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`, "- Init ").byHand(readCommInit)
 	// nNodes and localRanks: the ranks NCCL found on each node (NCCL ≥ 2.12; MNNVL may follow).
-	nodesRe = regexp.MustCompile(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`)
+	nodesRe = keyed(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`, "nNodes ").byHand(readCommNodes)
 	// A connection: "Channel 00/0 : 0[0] -> 1[1] via …" (NCCL ≥ 2.12), "Channel 04 : 25[101d0] ->
 	// 24[101c0] via …" (2.7 to 2.11: no /N, peer ids rank[busId]), "Ring 00 : 26[2] -> 30[6] via …"
 	// and "Ring 00 : 7 -> 8 [send] via …" (2.4 to 2.6), with or without [send]/[receive].
 	channelRe  = regexp.MustCompile(`(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[0-9a-f]+\])? -> (\d+)(?:\[[0-9a-f]+\])?(?: \[(send|receive)\])? via (.+?)\s*$`)
-	collChanRe = regexp.MustCompile(`(\d+) coll channels`)
-	pluginRe   = regexp.MustCompile(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`)
-	loadedRe   = regexp.MustCompile(`NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`)
-	usingNetRe = regexp.MustCompile(`Using network (.+)$`)
+	collChanRe = keyed(`(\d+) coll channels`, "coll channels")
+	pluginRe   = keyed(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`, "Initializing aws-ofi-nccl ", "Using aws-ofi-nccl ")
+	loadedRe   = gated("lugin", `NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`, "NET/Plugin: Loaded ")
+	usingNetRe = gated("Using ", `Using network (.+)$`, "Using network ")
 	// NCCL's socket transport names its interfaces ("NET/Socket : Using [0]eth0:10.0.0.1<0>") when
 	// it is the network, even where no "Using network" line follows (an excerpt, old versions).
-	socketUsingRe = regexp.MustCompile(`NET/Socket : Using (.+)$`)
-	timingsRe     = regexp.MustCompile(`Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`)
+	socketUsingRe = gated("Using ", `NET/Socket : Using (.+)$`, "NET/Socket : Using ")
+	timingsRe     = gated("timings", `Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`, "Init timings")
 	// NCCL ≥ 2.23 prints its bootstrap's own total in the default subsystems ("Bootstrap timings
 	// total 0.160902 (create …, send …, recv …, ring …, delay …)", src/bootstrap.cc); the Init
 	// timings line needs the PROFILE subsystem (nccl-tests #311 and #319 show both).
-	bootTimingsRe = regexp.MustCompile(`Bootstrap timings total ([0-9.]+)`)
+	bootTimingsRe = gated("timings", `Bootstrap timings total ([0-9.]+)`, "Bootstrap timings total ")
 	// External network plugins NCCL names itself: "P2P plugin IBext_v8" (2.23: "P2P plugin v8
 	// IBext_v8"), "Plugin Path : …/libnccl-net.so", "Successfully loaded external (network) plugin
 	// …" (2.27, 2.28), and the plugin NCCL assigned a communicator ("Assigned NET plugin IB to
 	// comm", 2.27+: the one actually used, after any that failed).
-	p2pPluginRe   = regexp.MustCompile(`P2P plugin (?:v\d+ )?(\S+)`)
-	pluginPathRe  = regexp.MustCompile(`Plugin Path : (\S+)`)
-	extLoadedRe   = regexp.MustCompile(`Successfully loaded external (?:network )?plugin (.+)$`)
-	assignedRe    = regexp.MustCompile(`Assigned NET plugin (.+) to comm`)
-	internalNetRe = regexp.MustCompile(`NET/Plugin ?: (?:No plugin found|Could not find:? libnccl-net\.so)|Using internal [Nn]etwork plugin`)
+	p2pPluginRe   = gated("lugin", `P2P plugin (?:v\d+ )?(\S+)`, "P2P plugin ")
+	pluginPathRe  = gated("lugin", `Plugin Path : (\S+)`, "Plugin Path : ")
+	extLoadedRe   = gated("lugin", `Successfully loaded external (?:network )?plugin (.+)$`, "Successfully loaded external ")
+	assignedRe    = gated("lugin", `Assigned NET plugin (.+) to comm`, "Assigned NET plugin ")
+	internalNetRe = gated("lugin", `NET/Plugin ?: (?:No plugin found|Could not find:? libnccl-net\.so)|Using internal [Nn]etwork plugin`, "NET/Plugin", "Using internal ")
 	// aws-ofi-nccl ≥ 1.14 names the instance type in its tuner line ("NCCL_OFI_TUNER is not
 	// available for platform : g7e.8xlarge, Fall back to NCCL's tuner"); its ≥ 1.18 "Plugin
 	// selected platform: AWS" names a platform family, not a type, and says nothing more.
-	tunerPlatformRe = regexp.MustCompile(`NCCL_OFI_TUNER is not available for platform : ([A-Za-z0-9.-]+)`)
+	tunerPlatformRe = keyed(`NCCL_OFI_TUNER is not available for platform : ([A-Za-z0-9.-]+)`, "NCCL_OFI_TUNER is not available")
 	// NCCL ends some of these lines with a period ("NCCL_IB_DISABLE set by environment to 1.").
-	envSetRe = regexp.MustCompile(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`)
+	envSetRe = keyed(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`, "set by environment to ")
 	// What aws-ofi-nccl announces: the platform it tuned for ("p4d.24xlarge", or "P4d" before 1.5),
 	// the provider and NICs it selected, and each variable it set itself.
-	platformRe   = regexp.MustCompile(`NET/OFI Running on (\S+?) platform`)
-	providerRe   = regexp.MustCompile(`NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;-]+)`)
-	nicsRe       = regexp.MustCompile(`found (\d+) nics`)
-	pluginSetRe  = regexp.MustCompile(`NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`)
-	pluginAddRe  = regexp.MustCompile(`NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`)
-	pluginFailRe = regexp.MustCompile(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list|Invalid type of PCI bus`)
-	cudaErrorRe  = regexp.MustCompile(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`)
-	unreachableR = regexp.MustCompile(`FI_EHOSTUNREACH|Unresponsive receiver|EHOSTUNREACH`)
+	platformRe   = gated("NET/OFI", `NET/OFI Running on (\S+?) platform`, "NET/OFI Running on ")
+	providerRe   = gated("NET/OFI", `NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;-]+)`, "NET/OFI Selected ")
+	nicsRe       = keyed(`found (\d+) nics`, "nics")
+	pluginSetRe  = gated("NET/OFI", `NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`, "Setting ")
+	pluginAddRe  = gated("NET/OFI", `NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`, "NET/OFI Adding ")
+	pluginFailRe = keyed(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list|Invalid type of PCI bus`,
+		"No eligible providers", "initialization failed", "Initializing plugin failed", "Only EFA provider", "find any optimal provider", "provider efa output", "Invalid type of PCI bus")
+	cudaErrorRe  = keyedBy(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`, mayBeCUDAError)
+	unreachableR = keyed(`FI_EHOSTUNREACH|Unresponsive receiver|EHOSTUNREACH`, "EHOSTUNREACH", "Unresponsive receiver")
 	// What a job's traceback or launcher output says of an NCCL failure, with or without
 	// NCCL_DEBUG=INFO (PyTorch's "NCCL error in: …ProcessGroupNCCL.cpp:1970, unhandled system error
 	// (…), NCCL version 2.19.3", the ncclResult name, NCCL's "Last error:" detail, its watchdog).
-	ncclErrorInRe = regexp.MustCompile(`NCCL error in: (\S+), (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`)
-	resultRe      = regexp.MustCompile(`\b(ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage|ncclInvalidArgument)\b`)
-	shmSegmentRe  = regexp.MustCompile(`Error while creating shared memory segment (\S+) \(size (\d+)\)`)
-	watchdogRe    = regexp.MustCompile(`Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) milliseconds`)
-	netDevice     = regexp.MustCompile(`/[0-9]+\b`)
-	hexNumber     = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+	ncclErrorInRe = keyed(`NCCL error in: (\S+), (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`, "NCCL error in: ")
+	resultRe      = keyed(`\b(ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage|ncclInvalidArgument)\b`,
+		"ncclSystemError", "ncclInternalError", "ncclRemoteError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument")
+	shmSegmentRe = keyed(`Error while creating shared memory segment (\S+) \(size (\d+)\)`, "shared memory segment ")
+	watchdogRe   = keyed(`Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) milliseconds`, "Watchdog caught ")
+	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
+	hexNumber    = regexp.MustCompile(`0x[0-9a-fA-F]+`)
 )
 
 // Log is what a parse found.
@@ -156,7 +155,7 @@ type Comm struct {
 	Channels   int
 	rankHost   map[int]string
 	rankDev    map[int]int
-	Edges      map[string]int  // "intra|inter transport" → connections seen
+	Edges      map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
 	Peers      map[peerKey]int // rank pair and transport → channels
 	seen       map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
 }
@@ -189,73 +188,58 @@ func Parse(r io.Reader) (*Log, error) {
 	// The communicator each thread (host:pid:tid) and, failing that, each process (host:pid) is
 	// initialising: NCCL initialises a communicator in one thread, so concurrent inits in one
 	// process (process groups created together) stay apart.
-	current := map[string]*Comm{}
-	pending := map[string]*Comm{} // connections logged before any Init line of their thread
-	inits := map[string]int{}     // communicators without commId seen per thread and size
-	startSeen := map[string]bool{}
-	lr := newLineReader(r)
+	current := map[procKey]*Comm{}
+	pending := map[procKey]*Comm{} // connections logged before any Init line of their thread
+	inits := map[initKey]int{}     // communicators without commId seen per thread and size
+	startSeen := map[procKey]bool{}
 	binary := 0
-	var queue []string // the further records of a physical line that holds several
-	for {
-		var line string
-		if len(queue) > 0 {
-			line, queue = queue[0], queue[1:]
-		} else {
-			raw, cut, err := lr.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
+	err := eachRecord(r, func(rec *record) {
+		if rec.newLine {
 			l.Lines++
-			if cut > 0 {
-				l.CutLines = append(l.CutLines, CutLine{Line: l.Lines, BytesCut: cut})
+			if rec.cut > 0 {
+				l.CutLines = append(l.CutLines, CutLine{Line: l.Lines, BytesCut: rec.cut})
 			}
-			line = string(raw)
-			if !utf8.ValidString(line) || strings.ContainsRune(line, 0) {
+			if rec.binary {
 				binary++
 				l.UnreadLines = append(l.UnreadLines, l.Lines)
-				continue
+				return
 			}
-			if records := splitRecords(line); len(records) > 1 {
-				line, queue = records[0], records[1:]
+			if rec.joined {
 				l.JoinedLines = append(l.JoinedLines, l.Lines)
 			}
 		}
-		if l.Version == "" && strings.Contains(line, "NCCL version") {
-			if m := versionRe.FindStringSubmatch(line); m != nil {
+		if l.Version == "" {
+			if m := rec.find(versionRe); m != nil {
 				l.Version = m[1]
 			}
 		}
-		if l.Failures.read(line, l.Lines) {
+		if l.Failures.read(rec, l.Lines) {
 			l.NCCLLines++ // a traceback's NCCL error is NCCL output, INFO lines or not
 			if l.Version == "" {
 				l.Version = l.Failures.Version
 			}
 		}
-		host, pid, tid, level, msg, ok := splitNCCL(line)
-		if !ok {
+		if !rec.nccl {
 			// A pasted excerpt: connection lines without the process prefix, or without even
 			// "NCCL INFO". Read them as connections of an unknown communicator.
-			if ch, from, to, via, ok := channelOf(line); ok {
+			if rec.conn {
 				l.NCCLLines++
 				c := l.comm(ExcerptComm)
 				c.Excerpt = true
-				c.Channels = max(c.Channels, atoi(ch)+1)
-				c.edge(atoi(ch), atoi(from), atoi(to), via)
+				c.Channels = max(c.Channels, rec.channel+1)
+				c.edge(rec)
 			}
-			continue
+			return
 		}
 		l.NCCLLines++
-		proc, thread := host+":"+pid, host+":"+pid+":"+tid
-		l.parseMessage(msg, level)
-		if c := match(msg, "Init ", commRe); c != nil {
+		proc, thread := procKey{rec.host, rec.pid, ""}, procKey{rec.host, rec.pid, rec.tid}
+		l.parseMessage(rec)
+		if c := rec.find(commRe); c != nil {
 			id := c[7]
 			if id == "" {
 				// No commId (NCCL before 2.10): the pointer differs in every process, so the
 				// ranks of one communicator are those with its size, in their thread's order.
-				key := fmt.Sprintf("%s|%s", thread, c[3])
+				key := initKey{thread, c[3]}
 				if c[8] == "START" || !startSeen[thread] {
 					inits[key]++
 				}
@@ -264,7 +248,7 @@ func Parse(r io.Reader) (*Log, error) {
 			comm := l.comm(id)
 			comm.Parent = c[6]
 			rank := atoi(c[2])
-			comm.Ranks, comm.rankHost[rank], comm.rankDev[rank] = atoi(c[3]), host, atoi(c[4])
+			comm.Ranks, comm.rankHost[rank], comm.rankDev[rank] = atoi(c[3]), rec.host, atoi(c[4])
 			if c[8] == "START" {
 				startSeen[thread] = true
 				current[thread], current[proc] = comm, comm
@@ -277,37 +261,43 @@ func Parse(r io.Reader) (*Log, error) {
 				}
 				current[thread], current[proc] = comm, comm
 			}
-			continue
+			return
 		}
 		comm := current[thread]
 		if comm == nil {
 			comm = current[proc]
 		}
 		if comm == nil {
-			if !strings.Contains(msg, " via ") {
-				continue
+			if !strings.Contains(rec.msg, " via ") {
+				return
 			}
 			if pending[thread] == nil {
 				pending[thread] = newComm("")
 			}
 			comm = pending[thread] // until an Init line says whose they are
 		}
-		if n := match(msg, "nNodes", nodesRe); n != nil {
+		if n := rec.find(nodesRe); n != nil {
 			comm.Nodes, comm.LocalRanks = atoi(n[2]), atoi(n[3])
 		}
-		if n := match(msg, "coll channels", collChanRe); n != nil {
+		if n := rec.find(collChanRe); n != nil {
 			comm.Channels = max(comm.Channels, atoi(n[1]))
 		}
-		if ch, from, to, via, ok := channelOf(msg); ok {
-			comm.Channels = max(comm.Channels, atoi(ch)+1)
-			comm.edge(atoi(ch), atoi(from), atoi(to), via)
+		if rec.conn {
+			comm.Channels = max(comm.Channels, rec.channel+1)
+			comm.edge(rec)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Connections never claimed by an Init line: the log is an excerpt.
-	for _, thread := range topology.SortedKeys(pending) {
+	for _, p := range pending { // absorb sums and unions: the order does not matter
 		x := l.comm(ExcerptComm)
 		x.Excerpt = true
-		x.absorb(pending[thread])
+		x.absorb(p)
+	}
+	for _, c := range l.Comms {
+		c.countEdges()
 	}
 	switch {
 	case l.Lines == 0:
@@ -318,6 +308,15 @@ func Parse(r io.Reader) (*Log, error) {
 		return nil, ErrNotNCCL{fmt.Sprintf("no NCCL output in %d lines: run the job with NCCL_DEBUG=INFO and pass its log", l.Lines)}
 	}
 	return l, nil
+}
+
+// procKey is a process (tid "") or one of its threads: host, pid, tid as NCCL prints them.
+type procKey struct{ host, pid, tid string }
+
+// initKey counts a thread's communicators of one size that have no commId.
+type initKey struct {
+	thread procKey
+	size   string
 }
 
 // ExcerptComm is the id of the communicator that collects connections logged without their
@@ -353,9 +352,6 @@ func (l *Log) usedLibfabric() bool {
 // absorb takes over the connections another (pending) communicator collected.
 func (c *Comm) absorb(o *Comm) {
 	c.Channels = max(c.Channels, o.Channels)
-	for k, n := range o.Edges {
-		c.Edges[k] += n
-	}
 	for k, n := range o.Peers {
 		c.Peers[k] += n
 	}
@@ -367,11 +363,10 @@ func (c *Comm) absorb(o *Comm) {
 // splitNCCL finds "host:pid:tid [dev] [location] NCCL INFO|WARN message" anywhere in a line.
 func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 	for from := 0; ; {
-		j := strings.Index(line[from:], " NCCL ")
-		if j < 0 {
+		i := nextNCCL(line, from)
+		if i < 0 {
 			return "", "", "", "", "", false
 		}
-		i := from + j
 		from = i + 1
 		if len(line) < i+11 {
 			return "", "", "", "", "", false
@@ -388,21 +383,38 @@ func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 	}
 }
 
+// nextNCCL is where the first " NCCL " at or after from starts, -1 if none. It looks for
+// "NCCL " and the space before it: a line holds few N's and many spaces, and a search is as
+// fast as its first byte is rare.
+func nextNCCL(line string, from int) int {
+	for k := from + 1; k < len(line); {
+		j := strings.Index(line[k:], "NCCL ")
+		if j < 0 {
+			return -1
+		}
+		k += j
+		if line[k-1] == ' ' {
+			return k - 1
+		}
+		k++
+	}
+	return -1
+}
+
 // splitRecords cuts a physical line wherever an NCCL record ("host:pid:tid [dev] NCCL INFO|WARN")
 // starts again after the first: a paste from a terminal that wrapped or joined lines holds
 // several, and the later ones (a communicator's Init line among them) would be lost as the first
 // record's text.
 func splitRecords(line string) []string {
-	if strings.Count(line, " NCCL ") < 2 { // the common case, decided without a regular expression
+	if first := nextNCCL(line, 0); first < 0 || nextNCCL(line, first+1) < 0 { // the common case
 		return nil
 	}
 	var starts []int
 	for from := 0; ; {
-		j := strings.Index(line[from:], " NCCL ")
-		if j < 0 {
+		i := nextNCCL(line, from)
+		if i < 0 {
 			break
 		}
-		i := from + j
 		from = i + 1
 		if len(line) < i+11 || (line[i+6:i+10] != "INFO" && line[i+6:i+10] != "WARN") {
 			continue
@@ -425,83 +437,70 @@ func splitRecords(line string) []string {
 	return records
 }
 
-// match runs re only on messages holding key: most lines are channel lines, and a substring
-// test is far cheaper than a regular expression.
-func match(msg, key string, re *regexp.Regexp) []string {
-	if !strings.Contains(msg, key) {
-		return nil
-	}
-	return re.FindStringSubmatch(msg)
-}
-
-func (l *Log) parseMessage(msg, level string) {
+func (l *Log) parseMessage(rec *record) {
+	msg := rec.msg
 	if strings.HasPrefix(msg, "Channel ") {
 		return // the hot path: nothing below applies to channel lines
 	}
-	if m := match(msg, "aws-ofi-nccl", pluginRe); m != nil {
+	if m := rec.find(pluginRe); m != nil {
 		l.PluginVer = m[1]
 		if !l.pluginNamed {
 			l.Plugin = "AWS Libfabric"
 		}
 	}
 	if strings.Contains(msg, "NET/OFI") {
-		l.parsePlugin(msg)
+		l.parsePlugin(rec)
 	}
-	if (strings.Contains(msg, "OFI") || strings.Contains(msg, "provider")) && l.PluginFailure == "" && pluginFailRe.MatchString(msg) {
+	if l.PluginFailure == "" && rec.find(pluginFailRe) != nil {
 		l.PluginFailure = strings.TrimSpace(msg)
 	}
-	if m := match(msg, "NET/Plugin", loadedRe); m != nil {
+	if m := rec.find(loadedRe); m != nil {
 		l.Plugin, l.pluginNamed = strings.TrimSpace(m[1]), true // NCCL's own word for the plugin
 	}
-	if m := match(msg, "NET/Socket : Using", socketUsingRe); m != nil {
+	if m := rec.find(socketUsingRe); m != nil {
 		l.SocketUsing = strings.TrimSpace(m[1])
 	}
-	if m := match(msg, "Using network", usingNetRe); m != nil {
+	if m := rec.find(usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])
 	}
 	if strings.Contains(msg, "No eligible providers were found") {
 		l.NoProviders = true
 	}
-	if l.Version == "" {
-		if m := match(msg, "NCCL version", versionRe); m != nil {
-			l.Version = m[1]
-		}
-	}
-	if (strings.Contains(msg, "UNREACH") || strings.Contains(msg, "Unresponsive")) && unreachableR.MatchString(msg) {
+	if rec.find(unreachableR) != nil {
 		if len(l.Unreachable) < maxEvidence { // the first lines are the evidence; memory stays flat
 			l.Unreachable = append(l.Unreachable, strings.TrimSpace(msg))
 		}
 	}
-	if (strings.Contains(msg, "uda") || strings.Contains(msg, "UDA") || strings.Contains(msg, "initialized")) && cudaErrorRe.MatchString(msg) {
+	if rec.find(cudaErrorRe) != nil {
 		if e := strings.TrimSpace(msg); len(l.CUDAErrors) < maxEvidence || is802(e) && !l.seen802 {
 			l.CUDAErrors = append(l.CUDAErrors, e)
 			l.seen802 = l.seen802 || is802(e)
 		}
 	}
-	if m := match(msg, "set by environment", envSetRe); m != nil {
+	if m := rec.find(envSetRe); m != nil {
 		l.Env[m[1]] = m[2]
 	}
-	if m := match(msg, "Bootstrap timings", bootTimingsRe); m != nil {
+	if m := rec.find(bootTimingsRe); m != nil {
 		if boot, _ := strconv.ParseFloat(m[1], 64); boot > l.BootstrapSec {
 			l.BootstrapSec = boot
 		}
 	}
-	if m := match(msg, "P2P plugin", p2pPluginRe); m != nil && !l.pluginNamed {
+	if m := rec.find(p2pPluginRe); m != nil && !l.pluginNamed {
 		l.Plugin = m[1]
 	}
-	if m := match(msg, "Plugin Path", pluginPathRe); m != nil {
+	if m := rec.find(pluginPathRe); m != nil {
 		l.PluginPath = m[1]
 	}
-	if m := match(msg, "Successfully loaded external", extLoadedRe); m != nil && !l.pluginNamed {
+	if m := rec.find(extLoadedRe); m != nil && !l.pluginNamed {
 		l.Plugin = strings.TrimSpace(m[1])
 	}
-	if m := match(msg, "Assigned NET plugin", assignedRe); m != nil {
+	if m := rec.find(assignedRe); m != nil {
 		l.Assigned = strings.TrimSpace(m[1])
 	}
-	if (strings.Contains(msg, "NET/Plugin") || strings.Contains(msg, "nternal")) && internalNetRe.MatchString(msg) {
+	if rec.find(internalNetRe) != nil {
 		l.InternalNet = true
 	}
-	if m := match(msg, "Init timings", timingsRe); m != nil {
+	if m := rec.find(timingsRe); m != nil {
 		total, _ := strconv.ParseFloat(m[1], 64)
 		boot, _ := strconv.ParseFloat(m[2], 64)
 		if boot > l.BootstrapSec {
@@ -509,8 +508,8 @@ func (l *Log) parseMessage(msg, level string) {
 		}
 	}
 	// Every rank prints the same warning, with its own pointers: each is kept once.
-	if w := strings.TrimSpace(msg); level == "WARN" && len(l.Warnings) < 20 {
-		key := hexNumber.ReplaceAllString(w, "0x…")
+	if w := strings.TrimSpace(msg); rec.level == "WARN" && len(l.Warnings) < 20 {
+		key := rec.warnKey
 		if l.warned == nil {
 			l.warned = map[string]bool{}
 		}
@@ -522,48 +521,36 @@ func (l *Log) parseMessage(msg, level string) {
 }
 
 // parsePlugin reads what aws-ofi-nccl announces about itself.
-func (l *Log) parsePlugin(msg string) {
-	if m := platformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
+func (l *Log) parsePlugin(rec *record) {
+	if m := rec.find(platformRe); m != nil && l.Platform == "" {
 		l.Platform = m[1]
 	}
-	if m := tunerPlatformRe.FindStringSubmatch(msg); m != nil && l.Platform == "" {
+	if m := rec.find(tunerPlatformRe); m != nil && l.Platform == "" {
 		l.Platform = m[1]
 	}
-	if m := providerRe.FindStringSubmatch(msg); m != nil {
+	if m := rec.find(providerRe); m != nil {
 		l.Provider = m[1]
-		if n := nicsRe.FindStringSubmatch(msg); n != nil {
+		if n := rec.find(nicsRe); n != nil {
 			l.NICs = atoi(n[1])
 		}
 	}
-	for _, re := range []*regexp.Regexp{pluginSetRe, pluginAddRe} {
-		if m := re.FindStringSubmatch(msg); m != nil {
+	for _, re := range []*keyedRe{pluginSetRe, pluginAddRe} {
+		if m := rec.find(re); m != nil {
 			l.PluginSet[m[1]] = m[2]
 		}
 	}
 }
 
-// edge records one channel connection as NCCL placed it: NCCL connects ranks it found on one
-// node (the same host hash: one pod) with P2P, SHM or NVLS, and ranks on other nodes through a
-// network (NET, CollNet). The transport says where the peer is, even when the peer's own lines
-// are not in the log (one pod's log): locality is never guessed from the hosts seen.
-func (c *Comm) edge(channel, from, to int, via string) {
-	via = deviceNumbers(via) // one row per transport, not per NIC
-	key := [3]int{channel, from, to}
+// edge records one channel connection where NCCL placed it (placeTransport). The transport
+// says where the peer is, even when the peer's own lines are not in the log (one pod's log):
+// locality is never guessed from the hosts seen.
+func (c *Comm) edge(rec *record) {
+	key := [3]int{rec.channel, rec.from, rec.to}
 	if c.seen[key] {
 		return
 	}
 	c.seen[key] = true
-	where := "intra"
-	switch topology.ClassifyTransport(via) {
-	case topology.TransportNetSocket, topology.TransportNetLibfabric, topology.TransportNetLibfabricGDR, topology.TransportNetIB, topology.TransportCollNet:
-		where = "inter"
-	case topology.TransportOther:
-		if strings.HasPrefix(via, "NET/") {
-			where = "inter"
-		}
-	}
-	c.Edges[where+"|"+via]++
-	c.Peers[peerKey{from, to, where, via}]++
+	c.Peers[peerKey{rec.from, rec.to, rec.where, rec.via}]++
 }
 
 // relocate places each connection by where its two ranks live, when the log names both ranks'
@@ -583,9 +570,13 @@ func (c *Comm) relocate() {
 		c.Peers[k] += n
 		moved = true
 	}
-	if !moved {
-		return
+	if moved {
+		c.countEdges()
 	}
+}
+
+// countEdges sums the connections by where and transport: the rows of the report.
+func (c *Comm) countEdges() {
 	c.Edges = map[string]int{}
 	for k, n := range c.Peers {
 		c.Edges[k.Where+"|"+k.Via] += n

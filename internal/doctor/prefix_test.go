@@ -1,6 +1,10 @@
 package doctor
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // FuzzPrefixMatchesRegexp holds the hand-written prefix reader to ncclPrefix, the regular
 // expression that documents the format: the same verdict, host, pid and tid on any input.
@@ -22,6 +26,75 @@ func FuzzPrefixMatchesRegexp(f *testing.F) {
 		}
 		if ok && (start != m[2] || host != s[m[2]:m[3]] || pid != s[m[4]:m[5]] || tid != s[m[6]:m[7]]) {
 			t.Fatalf("%q: regexp %q %q %q at %d, hand %q %q %q at %d", s, s[m[2]:m[3]], s[m[4]:m[5]], s[m[6]:m[7]], m[2], host, pid, tid, start)
+		}
+	})
+}
+
+// FuzzKeysAreNecessary holds every keyed expression's keys to the expression: a line the
+// expression matches always passes the substring test that guards it, so no match is skipped.
+func FuzzKeysAreNecessary(f *testing.F) {
+	for _, s := range []string{
+		"NET/OFI Initializing aws-ofi-nccl 1.7.1-aws", "CUDA error 802 'system not yet initialized'",
+		"cuda Failure 3", "Cuda failure 'initialization error'", "ſystem not yet initialized", "SYSTEM NOT YET INITIALIZED",
+		"comm 0x5 rank 0 nranks 16 cudaDev 0 busId 101c0 commId 0x9 - Init START", "NCCL_IB_HCA set by environment to mlx5.",
+		"NET/OFI Running on p4d.24xlarge platform, Setting NCCL_TOPO_FILE environment variable to /x.xml",
+		"NET/Plugin : No plugin found (libnccl-net.so)", "Using internal Network plugin.",
+	} {
+		f.Add(s)
+	}
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, k := range keyedExprs {
+			if k.re.MatchString(s) && !k.mayMatch(s) {
+				t.Fatalf("%q matches %s but fails its keys %q", s, k.re, k.keys)
+			}
+		}
+	})
+}
+
+// FuzzPrefixStartIsTheWholeMatch holds the shortcut every keyed expression takes (running from
+// its literal prefix's first occurrence) to running it over the whole text.
+func FuzzPrefixStartIsTheWholeMatch(f *testing.F) {
+	f.Add("x NET/OFI Running on p5.48xlarge platform y")
+	f.Add("Using network Using network AWS Libfabric")
+	f.Add("comm 0x1 comm 0x5 rank 0 nranks 2 cudaDev 0 - Init START")
+	f.Add("comm 0x5 rank 0 nranks 2 cudaDev 0 nvmlDev 3 busId 1a0 parent 0x7 color 1 commId 0x9 - Init COMPLETE")
+	f.Add("comm 0x5 rank 0 nranks 2 cudaDev 0 busId  - Init START commId 0x1 - Init START")
+	f.Add("comm 0x5 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1 MNNVL 0")
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, k := range keyedExprs {
+			if got, want := k.submatches(s), k.re.FindStringSubmatch(s); !slices.Equal(got, want) {
+				t.Fatalf("%s on %q: %q, over the whole text %q", k.re, s, got, want)
+			}
+		}
+	})
+}
+
+// addLogLines seeds a fuzz target with every line of every log in testdata: the shapes the
+// expressions were written for.
+func addLogLines(f *testing.F) {
+	for _, tl := range everyTestLog(f) {
+		for _, line := range strings.Split(tl.text, "\n") {
+			f.Add(line)
+		}
+	}
+}
+
+// FuzzNextNCCLIsIndex holds the marker search to strings.Index.
+func FuzzNextNCCLIsIndex(f *testing.F) {
+	f.Add(" NCCL INFO x", 0)
+	f.Add("NCCL  NCCL x NCCL ", 1)
+	f.Fuzz(func(t *testing.T, s string, from int) {
+		if from < 0 || from > len(s) {
+			return
+		}
+		want := strings.Index(s[from:], " NCCL ")
+		if want >= 0 {
+			want += from
+		}
+		if got := nextNCCL(s, from); got != want {
+			t.Fatalf("%q from %d: %d, strings.Index %d", s, from, got, want)
 		}
 	})
 }

@@ -1,0 +1,147 @@
+package doctor
+
+import "strings"
+
+// readCommInit reads what commRe matches, by hand: every rank prints its communicators' Init
+// lines, each its own text, so they are the expression's most frequent input. It returns
+// commRe's submatches (whole, comm, rank, nranks, cudaDev, busId, parent, commId,
+// START|COMPLETE), nil where it does not match. FuzzPrefixStartIsTheWholeMatch holds it to
+// commRe.
+func readCommInit(s string) []string { return firstCommMatch(s, commInitAt) }
+
+// firstCommMatch is the first match at an occurrence of "comm 0x" in s, in order: the
+// leftmost match of an expression that starts so.
+func firstCommMatch(s string, at func(s string, i int) []string) []string {
+	for from := 0; ; {
+		i := strings.Index(s[from:], "comm 0x")
+		if i < 0 {
+			return nil
+		}
+		i += from
+		from = i + 1
+		if m := at(s, i); m != nil {
+			return m
+		}
+	}
+}
+
+// commInitAt matches commRe at s[i:], which starts "comm 0x".
+func commInitAt(s string, i int) []string {
+	m := make([]string, 9)
+	p := i + len("comm ")
+	var ok bool
+	if m[1], p, ok = hexAt(s, p); !ok {
+		return nil
+	}
+	for _, f := range []struct {
+		label string
+		into  *string
+	}{{" rank ", &m[2]}, {" nranks ", &m[3]}, {" cudaDev ", &m[4]}} {
+		if !strings.HasPrefix(s[p:], f.label) {
+			return nil
+		}
+		if *f.into, p = digitsAt(s, p+len(f.label)); *f.into == "" {
+			return nil
+		}
+	}
+	// Optional fields, each taken where it matches: text they leave would be read by the
+	// lazy ".*?" that follows, and no " - Init" or " commId" can start inside one.
+	if rest, ok := strings.CutPrefix(s[p:], " nvmlDev "); ok {
+		if d, q := digitsAt(s, len(s)-len(rest)); d != "" {
+			p = q
+		}
+	}
+	if rest, ok := strings.CutPrefix(s[p:], " busId "); ok {
+		if h, q := lowerHexAt(s, len(s)-len(rest)); h != "" {
+			m[5], p = h, q
+		}
+	}
+	if rest, ok := strings.CutPrefix(s[p:], " parent "); ok {
+		if h, q, ok := hexAt(s, len(s)-len(rest)); ok {
+			m[6], p = h, q
+		}
+	}
+	// ".*?(?: commId (0x…))? - Init (START|COMPLETE)": the first position, before any newline,
+	// where the commId form or the plain form ends the match.
+	for q := p; q < len(s) && s[q] != '\n'; q++ {
+		if s[q] != ' ' {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(s[q:], " commId "); ok {
+			if h, r, ok := hexAt(s, len(s)-len(rest)); ok {
+				if state, end := initStateAt(s, r); state != "" {
+					m[0], m[7], m[8] = s[i:end], h, state
+					return m
+				}
+			}
+		}
+		if state, end := initStateAt(s, q); state != "" {
+			m[0], m[8] = s[i:end], state
+			return m
+		}
+	}
+	return nil
+}
+
+// initStateAt reads " - Init START" or " - Init COMPLETE" at s[p:]: the state and where it ends.
+func initStateAt(s string, p int) (string, int) {
+	rest, ok := strings.CutPrefix(s[p:], " - Init ")
+	if !ok {
+		return "", 0
+	}
+	for _, state := range []string{"START", "COMPLETE"} {
+		if strings.HasPrefix(rest, state) {
+			return state, len(s) - len(rest) + len(state)
+		}
+	}
+	return "", 0
+}
+
+// hexAt reads "0x" and lowercase hex digits at s[p:] (0x[0-9a-f]+).
+func hexAt(s string, p int) (string, int, bool) {
+	if !strings.HasPrefix(s[p:], "0x") {
+		return "", p, false
+	}
+	h, q := lowerHexAt(s, p+2)
+	if h == "" {
+		return "", p, false
+	}
+	return s[p:q], q, true
+}
+
+// lowerHexAt reads [0-9a-f]+ at s[p:], "" if none.
+func lowerHexAt(s string, p int) (string, int) {
+	q := p
+	for q < len(s) && (s[q] >= '0' && s[q] <= '9' || s[q] >= 'a' && s[q] <= 'f') {
+		q++
+	}
+	return s[p:q], q
+}
+
+// digitsAt reads \d+ at s[p:], "" if none.
+func digitsAt(s string, p int) (string, int) {
+	d, _ := leadDigits(s[p:])
+	return d, p + len(d)
+}
+
+// readCommNodes reads what nodesRe matches, by hand (every rank prints one per communicator):
+// whole, comm, nNodes, localRanks; nil where it does not match.
+func readCommNodes(s string) []string { return firstCommMatch(s, commNodesAt) }
+
+// commNodesAt matches nodesRe at s[i:], which starts "comm 0x".
+func commNodesAt(s string, i int) []string {
+	comm, p, ok := hexAt(s, i+len("comm "))
+	if !ok {
+		return nil
+	}
+	var got [5]string
+	for k, label := range []string{" rank ", " nRanks ", " nNodes ", " localRanks ", " localRank "} {
+		if !strings.HasPrefix(s[p:], label) {
+			return nil
+		}
+		if got[k], p = digitsAt(s, p+len(label)); got[k] == "" {
+			return nil
+		}
+	}
+	return []string{s[i:p], comm, got[2], got[3]}
+}

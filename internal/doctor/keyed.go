@@ -1,0 +1,172 @@
+package doctor
+
+import (
+	"regexp"
+	"strings"
+)
+
+// keyedRe is a regular expression behind text every match of it holds. A log's lines almost
+// never hold that text, and a substring test is a hundred times cheaper than running the
+// expression (which backtracks from every position when it starts with no literal): the
+// expression stays the definition, and runs only on the few lines that could match.
+// FuzzKeysAreNecessary holds each key set to its expression: whatever matches passes the test.
+type keyedRe struct {
+	re *regexp.Regexp
+	// prefix is the literal text every match starts with (regexp's LiteralPrefix): the
+	// expression runs from its first occurrence, not over the whole line (the backtracker's
+	// cost grows with its input's length).
+	prefix string
+	gate   string            // text every match holds, shared with other expressions ("" if none)
+	keys   []string          // every match holds one of these, as written
+	may    func(string) bool // or passes this test, when no literal is common to every match
+	// hand reads the expression's submatches by hand, where the expression is among the most
+	// frequent of a log (nil: the expression runs).
+	hand func(string) []string
+}
+
+// keyedExprs are every keyed expression, for the fuzz test.
+var keyedExprs []*keyedRe
+
+// keyed compiles expr behind keys: literal text, one of which every match holds.
+func keyed(expr string, keys ...string) *keyedRe {
+	k := &keyedRe{re: regexp.MustCompile(expr), keys: keys}
+	k.prefix, _ = k.re.LiteralPrefix()
+	keyedExprs = append(keyedExprs, k)
+	return k
+}
+
+// gated compiles expr behind a gate shared with other expressions (a line without "NET/OFI" is
+// none of aws-ofi-nccl's announcements: one test decides for them all) and its own keys.
+func gated(gate, expr string, keys ...string) *keyedRe {
+	k := keyed(expr, keys...)
+	k.gate = gate
+	return k
+}
+
+// byHand has k read by a hand-written reader, held to the expression by the fuzz tests.
+func (k *keyedRe) byHand(read func(string) []string) *keyedRe {
+	k.hand = read
+	return k
+}
+
+// keyedBy compiles expr behind a hand-written test every match passes.
+func keyedBy(expr string, may func(string) bool) *keyedRe {
+	k := &keyedRe{re: regexp.MustCompile(expr), may: may}
+	k.prefix, _ = k.re.LiteralPrefix()
+	keyedExprs = append(keyedExprs, k)
+	return k
+}
+
+func (k *keyedRe) mayMatch(s string) bool {
+	return (k.gate == "" || strings.Contains(s, k.gate)) && k.mayPassKeys(s)
+}
+
+// mayPassKeys is mayMatch once the gate is passed.
+func (k *keyedRe) mayPassKeys(s string) bool {
+	if k.may != nil {
+		return k.may(s)
+	}
+	for _, key := range k.keys {
+		if strings.Contains(s, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// find is the expression's submatches, nil where s cannot match.
+func (k *keyedRe) find(s string) []string {
+	if !k.mayMatch(s) {
+		return nil
+	}
+	return k.submatches(s)
+}
+
+// submatches runs the expression from where a match can start. No match starts before the
+// prefix's first occurrence, and nothing before a match is read: an expression that starts with
+// a literal has no assertion (\b, ^) ahead of it.
+func (k *keyedRe) submatches(s string) []string {
+	if k.hand != nil {
+		return k.hand(s)
+	}
+	if k.prefix != "" {
+		i := strings.Index(s, k.prefix)
+		if i < 0 {
+			return nil
+		}
+		s = s[i:]
+	}
+	return k.re.FindStringSubmatch(s)
+}
+
+// findPastGate is find once the gate is passed.
+func (k *keyedRe) findPastGate(s string) []string {
+	if !k.mayPassKeys(s) {
+		return nil
+	}
+	return k.submatches(s)
+}
+
+// gateGroup is expressions behind one gate.
+type gateGroup struct {
+	gate  string
+	exprs []*keyedRe
+}
+
+// byGate groups expressions by their gate, in their order ("" first: no gate).
+func byGate(exprs []*keyedRe) []gateGroup {
+	var out []gateGroup
+	at := map[string]int{}
+	for _, k := range exprs {
+		i, ok := at[k.gate]
+		if !ok {
+			i = len(out)
+			at[k.gate] = i
+			out = append(out, gateGroup{gate: k.gate})
+		}
+		out[i].exprs = append(out[i].exprs, k)
+	}
+	return out
+}
+
+// matches says whether s holds a match.
+func (k *keyedRe) matches(s string) bool { return k.mayMatch(s) && k.re.MatchString(s) }
+
+// mayBeCUDAError is what every match of cudaErrorRe passes: its case-insensitive "cuda " before
+// error|failure, or " not yet initialized" (whose letters fold only to ASCII; "system"'s s
+// also folds to U+017F, so the test starts after it). The spaces of a line are few: each is
+// looked at, instead of folding the whole line.
+func mayBeCUDAError(s string) bool {
+	for i := strings.IndexByte(s, ' '); i >= 0; {
+		if i >= 4 && asciiFoldEqual(s[i-4:i], "cuda") || asciiFoldHasPrefix(s[i:], " not yet initialized") {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], ' ')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// asciiFoldEqual compares s with lower, a lowercase ASCII word, ignoring ASCII case.
+func asciiFoldEqual(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiFoldHasPrefix(s, lower string) bool {
+	return len(s) >= len(lower) && asciiFoldEqual(s[:len(lower)], lower)
+}

@@ -1,0 +1,66 @@
+package doctor
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestBatchBoundariesChangeNothing: a log is read in batches, by several goroutines, and applied
+// in order. Every corpus fixture, placed so that batch boundaries fall at many points inside it
+// (after filler lines that are not NCCL output), reads as it does alone: the same report but for
+// the line numbers it quotes.
+func TestBatchBoundariesChangeNothing(t *testing.T) {
+	files, _ := filepath.Glob("testdata/corpus/*.log")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := reportWithoutLineNumbers(t, string(data))
+		lines := strings.Count(string(data), "\n")
+		for _, before := range []int{batchLines - 1, batchLines - lines/2, batchLines - 3, 2*batchLines - lines/3} {
+			if before < 0 {
+				continue
+			}
+			log := strings.Repeat("application output\n", before) + string(data)
+			if got := reportWithoutLineNumbers(t, log); got != want {
+				t.Errorf("%s after %d lines:\n%s\nalone:\n%s", filepath.Base(f), before, got, want)
+			}
+		}
+	}
+}
+
+func reportWithoutLineNumbers(t *testing.T, log string) string {
+	t.Helper()
+	l, err := Parse(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Diagnose(l, nil, nil, "")
+	r.JoinedLines, r.CutLines, r.UnreadLines = nil, nil, nil
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReadErrorIsReturnedNotAHalfLog: a read that fails after several batches (a pod's log
+// stream cut) is an error, not a report of the part read.
+func TestReadErrorIsReturnedNotAHalfLog(t *testing.T) {
+	one, err := os.ReadFile("testdata/p5-efa.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := errors.New("stream cut")
+	r := io.MultiReader(strings.NewReader(strings.Repeat(string(one), 10)), iotest.ErrReader(cut))
+	if l, err := Parse(r); !errors.Is(err, cut) || l != nil {
+		t.Fatalf("Parse = %v, %v; want the read error and no log", l, err)
+	}
+}

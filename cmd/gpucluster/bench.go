@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -45,21 +44,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return exitUnreadable
 	}
 	logFile := strings.Join(job.Files, ", ")
-	raw, err := job.ReadAll()
-	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
-		return exitUnreadable
-	}
+	// The logs are streamed once per reader, never held whole: memory stays flat in their size.
 	var perf *bench.Perf
 	var training *bench.Training
-	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-		perf, err = bench.ParsePerfJSON(bytes.NewReader(raw))
-	} else {
-		perf, err = bench.ParsePerf(bytes.NewReader(raw))
+	isJSON, err := job.startsWithJSON()
+	switch {
+	case err != nil:
+	case isJSON:
+		err = job.read(func(r io.Reader) (err error) { perf, err = bench.ParsePerfJSON(r); return err })
+	default:
+		err = job.read(func(r io.Reader) (err error) { perf, err = bench.ParsePerf(r); return err })
 		if errors.Is(err, bench.ErrNoTable) {
 			// Not nccl-tests: a training job's log, if it has a clock to read.
-			var terr error
-			if training, terr = bench.ParseTraining(bytes.NewReader(raw)); terr != nil {
+			if terr := job.read(func(r io.Reader) (err error) { training, err = bench.ParseTraining(r); return err }); terr != nil {
 				err = fmt.Errorf("%v; nor a training log: %v", err, terr)
 			} else {
 				err = nil
@@ -77,7 +74,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	// The same log's NCCL INFO lines say which transports carried the traffic.
 	var diag *doctor.Report
-	l, err := doctor.Parse(bytes.NewReader(raw))
+	var l *doctor.Log
+	err = job.read(func(r io.Reader) (err error) { l, err = doctor.Parse(r); return err })
 	var notNCCL doctor.ErrNotNCCL
 	switch {
 	case err == nil:

@@ -90,8 +90,8 @@ func (j *jobLog) each(fn func(name string, r io.Reader) error) error {
 	return nil
 }
 
-// Reader is every file, one after another, as one stream.
-func (j *jobLog) Reader() io.Reader {
+// Reader is every file, one after another, as one stream. Closing it stops the stream.
+func (j *jobLog) Reader() io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(j.each(func(name string, r io.Reader) error {
@@ -105,8 +105,35 @@ func (j *jobLog) Reader() io.Reader {
 	return pr
 }
 
-// ReadAll is every file, one after another (for the table reader, which reads its input twice).
-func (j *jobLog) ReadAll() ([]byte, error) { return io.ReadAll(j.Reader()) }
+// read streams every file, one after another, through fn: each call reads the files again
+// (the table reader and NCCL's lines read the same job), and memory stays flat in their size.
+func (j *jobLog) read(fn func(io.Reader) error) error {
+	r := j.Reader()
+	defer r.Close()
+	return fn(r)
+}
+
+// startsWithJSON says whether the first byte that is not white space opens a JSON document.
+func (j *jobLog) startsWithJSON() (bool, error) {
+	var first byte
+	err := j.read(func(r io.Reader) error {
+		br := bufio.NewReader(r)
+		for {
+			b, err := br.ReadByte()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if strings.IndexByte(" \t\r\n\v\f", b) < 0 {
+				first = b
+				return nil
+			}
+		}
+	})
+	return first == '{', err
+}
 
 // sourcesOf names the files that hold a text (a finding's quoted evidence), for a job read from
 // several: which pod each fact came from. Each file is streamed line by line.

@@ -89,12 +89,60 @@ var launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\
 // stripPrefix removes launcher and kubectl prefixes. Column alignment does not matter after
 // that: rows are split on whitespace.
 func stripPrefix(line string) string {
-	line = kubectlTime.ReplaceAllString(line, "")
+	// Both prefixes start with a digit or '[': most lines are decided by their first byte.
+	if line == "" || line[0] != '[' && (line[0] < '0' || line[0] > '9') {
+		return line
+	}
+	if end := kubectlTimeEnd(line); end > 0 {
+		line = line[end:]
+	}
+	if line == "" || line[0] != '[' && (line[0] < '0' || line[0] > '9') {
+		return line
+	}
 	if m := launcherPrefix.FindString(line); m != "" {
 		line = line[len(m):]
 	}
 	return line
 }
+
+// kubectlTimeEnd is where what kubectlTime matches at the start of line ends (its trailing
+// space included), 0 if it does not: read by hand, since a timestamped log puts one on every
+// line. FuzzKubectlTimeEndMatchesRegexp holds it to kubectlTime.
+func kubectlTimeEnd(line string) int {
+	const shape = "dddd-dd-ddTdd:dd:dd" // d: a digit
+	if len(line) < len(shape) {
+		return 0
+	}
+	for i := 0; i < len(shape); i++ {
+		if shape[i] == 'd' && !isDigit(line[i]) || shape[i] != 'd' && line[i] != shape[i] {
+			return 0
+		}
+	}
+	p := len(shape)
+	if p < len(line) && line[p] == '.' { // fractional seconds, taken only if digits follow
+		q := p + 1
+		for q < len(line) && isDigit(line[q]) {
+			q++
+		}
+		if q > p+1 {
+			p = q
+		}
+	}
+	switch {
+	case p < len(line) && line[p] == 'Z':
+		p++
+	case p+6 <= len(line) && (line[p] == '+' || line[p] == '-') && isDigit(line[p+1]) && isDigit(line[p+2]) && line[p+3] == ':' && isDigit(line[p+4]) && isDigit(line[p+5]):
+		p += 6
+	default:
+		return 0
+	}
+	if p < len(line) && line[p] == ' ' {
+		return p + 1
+	}
+	return 0
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 // columns is where the fields of a data row are, learned from the header line, because the
 // header changed across nccl-tests versions (bytes/N/op/res in 2016, size/count/redop/error,
@@ -224,19 +272,23 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		}
 		// Header lines a Markdown rendering stripped of their '#': the rank lines and the
 		// column header (a sendrecv table once went unnamed and miscounted this way).
-		if rankLine.MatchString(line) {
+		if strings.Contains(line, "Rank") && rankLine.MatchString(line) {
 			headerFact(&pending, cur, line)
 			continue
 		}
-		if c, ok := parseHeader(strings.Fields(line)); ok {
-			t := pending
-			t.Line = n
-			p.Tables = append(p.Tables, t)
-			cur, cols, pending = &p.Tables[len(p.Tables)-1], c, Table{}
-			continue
+		if strings.Contains(line, "busbw") { // every header names the column (parseHeader)
+			if c, ok := parseHeader(strings.Fields(line)); ok {
+				t := pending
+				t.Line = n
+				p.Tables = append(p.Tables, t)
+				cur, cols, pending = &p.Tables[len(p.Tables)-1], c, Table{}
+				continue
+			}
 		}
-		if m := binaryRe.FindStringSubmatch(line); m != nil && strings.Contains(line, "_perf") {
-			pending.Binary = m[1]
+		if strings.Contains(line, "_perf") { // every test binary's name ends so (binaryRe)
+			if m := binaryRe.FindStringSubmatch(line); m != nil {
+				pending.Binary = m[1]
+			}
 		}
 		if cur == nil || cur.AvgBusBW != nil {
 			continue // the table is closed by its footer
@@ -276,27 +328,34 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 // headerFact records a '#' line that says something about the run: lines before a table
 // (version, test name, ranks) go to the next table, footer lines to the current one.
 func headerFact(next, cur *Table, line string) error {
-	if m := versionRe.FindStringSubmatch(line); m != nil {
+	// Each expression behind the words every match of it holds: most '#' lines are ranks'.
+	find := func(re *regexp.Regexp, words string) []string {
+		if !strings.Contains(line, words) {
+			return nil
+		}
+		return re.FindStringSubmatch(line)
+	}
+	if m := find(versionRe, "nccl-tests version "); m != nil {
 		next.TestsVersion = m[1]
 		if m[2] != "" {
 			next.NCCLLibrary, _ = strconv.Atoi(m[2])
 		}
-	} else if m := startingRe.FindStringSubmatch(line); m != nil {
+	} else if m := find(startingRe, "Collective test "); m != nil {
 		t := next
 		if strings.Contains(line, "concluded") && cur != nil {
 			t = cur
 		}
 		t.Collective = m[1]
-	} else if m := rankLine.FindStringSubmatch(line); m != nil {
+	} else if m := find(rankLine, "Rank"); m != nil {
 		next.Ranks++
 		next.Hosts = appendNew(next.Hosts, m[1])
 		next.Devices = appendNew(next.Devices, strings.TrimSpace(m[2]))
 	} else if cur == nil {
 		return nil // a footer with no table before it
-	} else if m := oobRe.FindStringSubmatch(line); m != nil {
+	} else if m := find(oobRe, "Out of bounds values"); m != nil {
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		cur.OutOfBounds = &v
-	} else if m := avgRe.FindStringSubmatch(line); m != nil {
+	} else if m := find(avgRe, "Avg bus bandwidth"); m != nil {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
 			return fmt.Errorf("Avg bus bandwidth %q is not a number", m[1])

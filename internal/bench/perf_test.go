@@ -247,3 +247,22 @@ func TestForeignLinesInsideTables(t *testing.T) {
 		t.Errorf("markdown paste: ranks %d, rows %d, footer %v %v", md.Ranks, len(md.Rows), md.OutOfBounds, md.AvgBusBW)
 	}
 }
+
+// FuzzKubectlTimeEndMatchesRegexp holds the hand-read timestamp prefix to kubectlTime.
+func FuzzKubectlTimeEndMatchesRegexp(f *testing.F) {
+	for _, s := range []string{
+		"2026-11-20T14:05:00Z x", "2026-11-20T14:05:00.123456789Z #", "2026-11-20T14:05:00+02:00 y",
+		"2026-11-20T14:05:00.Z x", "2026-11-20T14:05:00Zx", "2026-11-20 14:05:00Z x", "2026-11-20T14:05:00-0200 x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := 0
+		if loc := kubectlTime.FindStringIndex(s); loc != nil {
+			want = loc[1]
+		}
+		if got := kubectlTimeEnd(s); got != want {
+			t.Fatalf("%q: %d, kubectlTime %d", s, got, want)
+		}
+	})
+}

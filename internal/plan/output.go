@@ -3,6 +3,7 @@ package plan
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,6 +37,8 @@ type Protected struct {
 	StackFile  string
 	ProjectDir string
 	WorkDir    string
+	// Stack is the stack whose bundle is written: another stack's bundle is never replaced by it.
+	Stack string
 }
 
 // beforeSwap runs between writing the new bundle and swapping it in; tests use it to simulate
@@ -100,7 +103,19 @@ func writeFiles(files map[string][]byte, dir string, protect Protected) error {
 		}
 		return os.Rename(tmp, dir)
 	}
-	return swapDirs(tmp, dir)
+	if err := swapDirs(tmp, dir); err != nil {
+		return err
+	}
+	// tmp now holds the old bundle, which the deferred clean-up removes. A file written into it
+	// since the check is not gpucluster's: swap back, and say so.
+	if written, err := readMarker(filepath.Join(tmp, MarkerFile)); err != nil || len(foreignFiles(tmp, written)) > 0 {
+		if err := swapDirs(tmp, dir); err != nil {
+			return fmt.Errorf("a file appeared in %s while the new bundle was written, and swapping the old bundle back failed (it is at %s; nothing was deleted): %w", dir, tmp, err)
+		}
+		return &OutputError{Dir: dir, Reason: "a file appeared in the previous bundle while the new one was written, so gpucluster did not write all of it",
+			Fix: "move that file out of the bundle directory and plan again"}
+	}
+	return nil
 }
 
 func markerContent(names []string) []byte {
@@ -152,6 +167,10 @@ func checkOutput(dir string, protect Protected) (outputState, error) {
 			return refuse(fmt.Sprintf("it is or contains %s (%s), and a bundle replaces its directory whole", p.what, p.path), other)
 		}
 	}
+	if bundle, stack := enclosingBundle(filepath.Dir(real)); bundle != "" {
+		return refuse(fmt.Sprintf("it lies inside %s, the bundle of stack %s, which a plan replaces whole", bundle, stack),
+			fmt.Sprintf("choose a directory beside it, such as %s", filepath.Join(filepath.Dir(bundle), protect.Stack)))
+	}
 	info, err := os.Lstat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -178,7 +197,39 @@ func checkOutput(dir string, protect Protected) (outputState, error) {
 		return refuse(fmt.Sprintf("it holds a previous bundle but also files gpucluster did not write: %s", strings.Join(foreign, ", ")),
 			"move those files out of the bundle directory, or choose another directory")
 	}
+	if stack := bundleStack(abs); protect.Stack != "" && stack != "" && stack != protect.Stack {
+		return refuse(fmt.Sprintf("it holds the bundle of stack %s, not %s", stack, protect.Stack),
+			fmt.Sprintf("give --out %s (beside it), or remove %s first", filepath.Join(filepath.Dir(abs), protect.Stack), dir))
+	}
 	return outputBundle, nil
+}
+
+// bundleStack is the stack a bundle directory's plan.json names ("" if it names none).
+func bundleStack(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Stack string `json:"stack"`
+	}
+	if json.Unmarshal(data, &p) != nil {
+		return ""
+	}
+	return p.Stack
+}
+
+// enclosingBundle is the nearest directory at or above dir that is a bundle (holds a marker),
+// and its stack; "" if none is.
+func enclosingBundle(dir string) (string, string) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := readMarker(filepath.Join(d, MarkerFile)); err == nil {
+			return d, bundleStack(d)
+		}
+		if filepath.Dir(d) == d {
+			return "", ""
+		}
+	}
 }
 
 // readMarker returns the files a previous bundle lists, or an error when there is no marker.

@@ -245,3 +245,99 @@ func TestBundleCrashBeforeTheSwapKeepsTheOldBundle(t *testing.T) {
 		t.Errorf("review/ holds %v", names)
 	}
 }
+
+// withHook runs the write with a hook between writing the new bundle and swapping it in: the
+// moment a user's file can appear where the check saw none.
+func withHook(t *testing.T, hook func(tmp string)) {
+	t.Helper()
+	beforeSwap = func(tmp string) error { hook(tmp); return nil }
+	t.Cleanup(func() { beforeSwap = func(string) error { return nil } })
+}
+
+// A file written into the previous bundle after the check is the user's: the swap is undone
+// and the file kept. (Replacing the atomic exchange with remove-then-rename loses it.)
+func TestBundleKeepsAFileThatAppearedInTheOldBundle(t *testing.T) {
+	root, protect := project(t)
+	dir := filepath.Join(root, "review", "dev")
+	if err := writeFiles(bundleV1, dir, protect); err != nil {
+		t.Fatal(err)
+	}
+	withHook(t, func(string) { os.WriteFile(filepath.Join(dir, "notes.md"), []byte("mine\n"), 0o644) })
+	err := writeFiles(bundleV2, dir, protect)
+	var refused *OutputError
+	if !errors.As(err, &refused) {
+		t.Fatalf("the write went on: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "mine\n" {
+		t.Error("the user's file is gone")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "REVIEW.md")); string(b) != "v1\n" {
+		t.Errorf("the old bundle was not swapped back: REVIEW.md %q", b)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(root, "review", ".*")); len(leftovers) > 0 {
+		t.Errorf("temporary directories left: %v", leftovers)
+	}
+}
+
+// An empty directory a file appeared in after the check is not empty any more: the write fails
+// and the file stays. (RemoveAll instead of Remove loses it.)
+func TestBundleKeepsAFileThatAppearedInAnEmptyDirectory(t *testing.T) {
+	root, protect := project(t)
+	dir := filepath.Join(root, "review", "dev")
+	os.MkdirAll(dir, 0o755)
+	withHook(t, func(string) { os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("keep\n"), 0o644) })
+	if err := writeFiles(bundleV2, dir, protect); err == nil {
+		t.Fatal("the write went on")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "mine.txt")); string(b) != "keep\n" {
+		t.Error("the user's file is gone")
+	}
+}
+
+// A leftover temporary bundle that also holds a user's file is not gpucluster's to remove.
+func TestBundleKeepsALeftoverTempHoldingAUsersFile(t *testing.T) {
+	root, protect := project(t)
+	dir := filepath.Join(root, "review", "dev")
+	stale := filepath.Join(root, "review", tempPrefix("dev")+"123")
+	os.MkdirAll(stale, 0o755)
+	os.WriteFile(filepath.Join(stale, MarkerFile), markerContent([]string{"REVIEW.md"}), 0o644)
+	os.WriteFile(filepath.Join(stale, "REVIEW.md"), []byte("v0\n"), 0o644)
+	os.WriteFile(filepath.Join(stale, "mine.txt"), []byte("keep\n"), 0o644)
+	if err := writeFiles(bundleV1, dir, protect); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(stale, "mine.txt")); string(b) != "keep\n" {
+		t.Error("the leftover holding the user's file was removed")
+	}
+	// One that holds only what its marker names is removed.
+	os.Remove(filepath.Join(stale, "mine.txt"))
+	if err := writeFiles(bundleV2, dir, protect); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("gpucluster's own leftover was kept")
+	}
+}
+
+// A bundle directory is one stack's: another stack's plan never replaces it, and nothing is
+// written inside a bundle (it is replaced whole).
+func TestBundleIsOneStacksAndNothingGoesInsideIt(t *testing.T) {
+	root, protect := project(t)
+	p5 := filepath.Join(root, "review", "p5-efa")
+	p5Protect := protect
+	p5Protect.Stack = "p5-efa"
+	files := map[string][]byte{"plan.json": []byte(`{"stack": "p5-efa"}` + "\n"), "REVIEW.md": []byte("p5\n")}
+	if err := writeFiles(files, p5, p5Protect); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, p5)
+	protect.Stack = "dev"
+	for _, dir := range []string{p5, filepath.Join(p5, "dev"), filepath.Join(p5, "manifests", "dev")} {
+		err := writeFiles(bundleV2, dir, protect)
+		var refused *OutputError
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), "p5-efa") {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+	sameTree(t, "the p5-efa bundle", before, tree(t, p5))
+}

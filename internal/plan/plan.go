@@ -83,7 +83,7 @@ func protectedPaths(stackFile string) (Protected, error) {
 	if err != nil {
 		return Protected{}, err
 	}
-	p := Protected{StackFile: stackFile, WorkDir: cwd}
+	p := Protected{StackFile: stackFile, WorkDir: cwd, Stack: topology.StackName(stackFile)}
 	if project, err := program.ProjectDir(filepath.Dir(stackFile)); err == nil {
 		p.ProjectDir = project
 	}

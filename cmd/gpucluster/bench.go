@@ -13,30 +13,50 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-const benchUsage = "usage: gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]\n" +
-	"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
+// benchSubcommands are what `gpucluster bench` runs.
+var benchSubcommands = []string{"report", "compare"}
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "compare" {
+	usage := "usage: gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [-o table|json|yaml]\n" +
+		"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]\n"
+	switch {
+	case len(args) > 0 && args[0] == "compare":
 		return cmdCompare(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "report":
+		return cmdBenchReport(args[1:], stdout, stderr)
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "gpucluster bench: give a subcommand: report or compare\n%s", usage)
+	default:
+		fmt.Fprintf(stderr, "gpucluster bench: no subcommand %q%s; bench runs report or compare\n%s", args[0], topology.Suggest(args[0], benchSubcommands), usage)
 	}
-	if len(args) == 0 || args[0] != "report" {
-		fmt.Fprintln(stderr, benchUsage)
-		return exitUsage
-	}
-	fs := newFlags("bench report", stderr)
+	return exitUsage
+}
+
+func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [-o table|json|yaml]", stdout, stderr).withOutput()
 	var logs logFlag
-	fs.Var(&logs, "log", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs")
-	stack := fs.String("stack", "", "judge against a pool of this stack (stacks/Pulumi.<stack>.yaml)")
-	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
-	profile := fs.String("profile", "", "judge against this built-in profile")
-	asJSON := fs.Bool("json", false, "print the results as JSON (the input of a later comparison)")
-	test := fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
-	nodes := fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
-	pos, err := parseArgs(fs, args[1:])
-	if err != nil || len(pos) > 0 || len(logs) == 0 || (*stack != "" && *profile != "") || (*poolName != "" && *stack == "") || *nodes < 0 {
-		fmt.Fprintln(stderr, benchUsage)
-		return exitUsage
+	c.fs.Var(&logs, "log", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs")
+	stack := c.fs.String("stack", "", "judge against a pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	poolName := c.fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
+	profile := c.fs.String("profile", "", "judge against this built-in profile")
+	test := c.fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
+	nodes := c.fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
+	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--log " + a }); !ok {
+		return code
+	}
+	if code, ok := c.jobArgs(logs, *stack, *poolName, *profile); !ok {
+		return code
+	}
+	if *nodes < 0 {
+		return c.fail("--nodes %d: give the number of nodes the run spanned (1 or more)", *nodes)
+	}
+	// What the job is compared with is part of the command line: checked before any log is read.
+	pool, against, code, ok := c.expectation(*stack, *poolName, *profile)
+	if !ok {
+		return code
 	}
 	job, err := readLogs(logs)
 	if err != nil {
@@ -67,11 +87,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", logFile, err)
 		return exitUnreadable
 	}
-	pool, against, err := expectation(*stack, *poolName, *profile)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
-		return expectationExit(err)
-	}
 	// The same log's NCCL INFO lines say which transports carried the traffic.
 	var diag *doctor.Report
 	var l *doctor.Log
@@ -96,21 +111,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			results = append(results, bench.NewResult(logFile, t, pool, against, diag))
 		}
 	}
-	if *asJSON {
-		if code := writeJSON(stdout, stderr, results); code != 0 {
-			return code
-		}
-	} else {
+	code = c.emit(results, func(w io.Writer) {
 		for i, r := range results {
 			if i > 0 {
-				fmt.Fprintln(stdout)
+				fmt.Fprintln(w)
 			}
 			if r.Training != nil {
-				writeTraining(stdout, r, diag != nil)
+				writeTraining(w, r, diag != nil)
 			} else {
-				writeBench(stdout, r, diag != nil)
+				writeBench(w, r, diag != nil)
 			}
 		}
+	})
+	if code != exitOK {
+		return code
 	}
 	return benchExit(results, pool != nil)
 }

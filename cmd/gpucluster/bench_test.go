@@ -27,7 +27,7 @@ func TestBenchReportExitCodes(t *testing.T) {
 		{"json input", []string{"--log", benchData + "all_reduce-p5.json", "--profile", "p5-efa"}, 0, "all_reduce_perf"},
 		{"not nccl-tests", []string{"--log", "../../README.md"}, 4, "no nccl-tests table"},
 		{"missing file", []string{"--log", "nope.txt"}, 4, "nope.txt"},
-		{"unknown profile", []string{"--log", benchData + "wrong-results.txt", "--profile", "p9"}, 2, "unknown profile"},
+		{"unknown profile", []string{"--log", benchData + "wrong-results.txt", "--profile", "p9"}, 2, "no built-in profile \"p9\""},
 		{"usage", []string{"--stack", "dev"}, 2, "usage: gpucluster bench report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
@@ -28,70 +30,75 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 func cmdProfiles(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("profiles", stderr)
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: gpucluster profiles")
-		return 2
+	c := newCLI("profiles", "profiles [-o table|json|yaml]", stdout, stderr).withOutput()
+	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "; for one profile: gpucluster profile " + a }); !ok {
+		return code
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tINSTANCE\tGPUS/NODE\tNODES\tFABRIC\tEFA\tPLACEMENT\tPODS/NODE\tPROVISIONER\tINTRA-NODE\tINTER-NODE")
+	var specs []topology.PoolSpec
 	for _, name := range topology.BuiltinProfileNames() {
 		p, _ := topology.BuiltinProfile(name)
 		s, err := topology.Derive(name, p)
 		if err != nil { // a built-in that does not derive is a bug; say so rather than hide it
 			fmt.Fprintf(stderr, "gpucluster: built-in profile %s: %v\n", name, err)
-			return 1
+			return exitFail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d x %s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n",
-			name, s.Instance.Name, s.Instance.GPUCount, strings.TrimPrefix(s.Instance.GPUModel, "NVIDIA "),
-			s.Scaling.String(), s.Network.Fabric, s.Network.EFAInterfaces, s.Placement.Strategy,
-			s.TrainingPod.PodsPerNode, s.Provisioner, s.NCCL.IntraNode.Class, s.NCCL.InterNode.Class)
+		specs = append(specs, s)
 	}
-	tw.Flush()
-	fmt.Fprintln(stdout, "\nDetails: gpucluster profile NAME [--json]")
-	return 0
+	return c.emit(specs, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROFILE\tINSTANCE\tGPUS/NODE\tNODES\tFABRIC\tEFA\tPLACEMENT\tPODS/NODE\tPROVISIONER\tINTRA-NODE\tINTER-NODE")
+		for _, s := range specs {
+			fmt.Fprintf(tw, "%s\t%s\t%d x %s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n",
+				s.Profile, s.Instance.Name, s.Instance.GPUCount, strings.TrimPrefix(s.Instance.GPUModel, "NVIDIA "),
+				s.Scaling.String(), s.Network.Fabric, s.Network.EFAInterfaces, s.Placement.Strategy,
+				s.TrainingPod.PodsPerNode, s.Provisioner, s.NCCL.IntraNode.Class, s.NCCL.InterNode.Class)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "\nDetails: gpucluster profile NAME [-o json|yaml]")
+	})
 }
 
 func cmdProfile(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("profile", stderr)
-	asJSON := fs.Bool("json", false, "print the derived spec as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: gpucluster profile NAME [--json]")
-		return 2
-	}
-	p, ok := topology.BuiltinProfile(pos[0])
+	c := newCLI("profile", "profile NAME [-o table|json|yaml]", stdout, stderr).withOutput()
+	pos, code, ok := c.parse(args)
 	if !ok {
-		fmt.Fprintf(stderr, "gpucluster: unknown profile %q; built-in profiles: %s\n", pos[0], strings.Join(topology.BuiltinProfileNames(), ", "))
-		return 1
+		return code
 	}
-	spec, err := topology.Derive(pos[0], p)
+	if len(pos) != 1 {
+		return c.fail("give one profile name (gpucluster profiles lists them: %s)", strings.Join(topology.BuiltinProfileNames(), ", "))
+	}
+	spec, code, ok := c.profile(pos[0])
+	if !ok {
+		return code
+	}
+	return c.emit(spec, func(w io.Writer) { writePool(w, *spec) })
+}
+
+// profile is a built-in profile's derived spec; an unknown name is a usage error that names
+// the profile meant.
+func (c *cli) profile(name string) (*topology.PoolSpec, int, bool) {
+	p, ok := topology.BuiltinProfile(name)
+	if !ok {
+		return nil, c.fail("no built-in profile %q%s; profiles: %s", name,
+			topology.Suggest(name, topology.BuiltinProfileNames()), strings.Join(topology.BuiltinProfileNames(), ", ")), false
+	}
+	spec, err := topology.Derive(name, p)
 	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return 1
+		fmt.Fprintf(c.stderr, "gpucluster: built-in profile %s: %v\n", name, err)
+		return nil, exitFail, false
 	}
-	if *asJSON {
-		return writeJSON(stdout, stderr, spec)
-	}
-	writePool(stdout, spec)
-	return 0
+	return &spec, 0, true
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", stderr)
-	asJSON := fs.Bool("json", false, "print the derived spec as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: gpucluster validate FILE [--json]")
-		return 2
+	c := newCLI("validate", "validate FILE [-o table|json|yaml]", stdout, stderr).withOutput()
+	pos, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.fail("give one stack file, such as stacks/Pulumi.dev.yaml")
 	}
 	spec, err := topology.LoadStack(pos[0])
 	if err != nil {
@@ -101,10 +108,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			for _, e := range ces {
 				fmt.Fprintf(stderr, "  %s\n", e.Error())
 			}
-			return 1
+			return exitFail
 		}
 		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return 1
+		return exitUnreadable
 	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintf(stderr, "  warning: %s\n", w.Error())
@@ -112,15 +119,56 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if note := topology.EnvironmentNote(spec); note != "" {
 		fmt.Fprintf(stderr, "  note: %s\n", note)
 	}
-	if *asJSON {
-		return writeJSON(stdout, stderr, spec)
+	return c.emit(spec, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: valid\n", pos[0])
+		writeStackSummary(w, spec)
+		for _, p := range spec.Pools {
+			fmt.Fprintln(w)
+			writePool(w, p)
+		}
+	})
+}
+
+// emit prints v as -o asks: the command's own table, JSON or YAML (the same fields as JSON).
+func (c *cli) emit(v any, table func(w io.Writer)) int {
+	switch c.format() {
+	case formatJSON:
+		return writeJSON(c.stdout, c.stderr, v)
+	case formatYAML:
+		return writeYAML(c.stdout, c.stderr, v)
 	}
-	fmt.Fprintf(stdout, "%s: valid, %d pool(s)\n", pos[0], len(spec.Pools))
-	for _, p := range spec.Pools {
-		fmt.Fprintln(stdout)
-		writePool(stdout, p)
+	table(c.stdout)
+	return exitOK
+}
+
+// blockStyle drops the JSON styles a node was read with (flow mappings, quoted strings): YAML
+// picks its block style and quotes only what needs it.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
 	}
-	return 0
+}
+
+// writeYAML prints v as YAML with JSON's field names and order: its JSON, re-encoded.
+func writeYAML(stdout, stderr io.Writer, v any) int {
+	raw, err := json.Marshal(v)
+	if err == nil {
+		var node yaml.Node
+		if err = yaml.Unmarshal(raw, &node); err == nil {
+			blockStyle(&node)
+			enc := yaml.NewEncoder(stdout)
+			enc.SetIndent(2)
+			if err = enc.Encode(&node); err == nil {
+				err = enc.Close()
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
+		return exitFail
+	}
+	return exitOK
 }
 
 func writeJSON(stdout, stderr io.Writer, v any) int {

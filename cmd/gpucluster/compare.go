@@ -12,16 +12,16 @@ import (
 	"github.com/gpucluster/gpucluster/internal/bench"
 )
 
-const compareUsage = "usage: gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]"
-
 // cmdCompare shows runs side by side: a Markdown table on stdout and, with --svg, a chart.
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench compare", stderr)
-	svg := fs.String("svg", "", "also draw busbw against message size into this SVG file (a new file, or one compare wrote)")
-	files, err := parseArgs(fs, args)
-	if err != nil || len(files) == 0 {
-		fmt.Fprintln(stderr, compareUsage)
-		return 2
+	c := newCLI("bench compare", "bench compare RESULT.json RESULT.json... [--svg FILE]", stdout, stderr)
+	svg := c.fs.String("svg", "", "also draw busbw against message size into this SVG file (a new file, or one compare wrote)")
+	files, code, ok := c.parse(args)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		return c.fail("give two or more result files (gpucluster bench report -o json > run.json writes one)")
 	}
 	var runs []bench.Run
 	for _, f := range files {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
-	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
@@ -17,19 +16,26 @@ import (
 var stdin io.Reader = os.Stdin
 
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("doctor", stderr)
+	c := newCLI("doctor", "doctor --log FILE|DIR [--log FILE…] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [-o table|json|yaml]", stdout, stderr).withOutput()
 	var logs logFlag
-	fs.Var(&logs, "log", "NCCL_DEBUG=INFO log of the job ('-' reads stdin); repeat it, or name a directory, for every pod's log")
-	topoFile := fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
-	stack := fs.String("stack", "", "compare with a pool of this stack (stacks/Pulumi.<stack>.yaml)")
-	poolName := fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
-	profile := fs.String("profile", "", "compare with this built-in profile")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 || len(logs) == 0 || (*stack != "" && *profile != "") || (slices.Contains(logs, "-") && *topoFile == "-") ||
-		(*poolName != "" && *stack == "") {
-		fmt.Fprintln(stderr, "usage: gpucluster doctor --log FILE|DIR [--log FILE…] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]")
-		return exitUsage
+	c.fs.Var(&logs, "log", "NCCL_DEBUG=INFO log of the job ('-' reads stdin); repeat it, or name a directory, for every pod's log")
+	topoFile := c.fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
+	stack := c.fs.String("stack", "", "compare with a pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	poolName := c.fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
+	profile := c.fs.String("profile", "", "compare with this built-in profile")
+	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--log " + a }); !ok {
+		return code
+	}
+	if code, ok := c.jobArgs(logs, *stack, *poolName, *profile); !ok {
+		return code
+	}
+	if slices.Contains(logs, "-") && *topoFile == "-" {
+		return c.fail("--log - and --topo - both read stdin: give one of them as a file")
+	}
+	// What the job is compared with is part of the command line: checked before any log is read.
+	pool, against, code, ok := c.expectation(*stack, *poolName, *profile)
+	if !ok {
+		return code
 	}
 	job, err := readLogs(logs)
 	if err != nil {
@@ -48,11 +54,6 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 			return exitUnreadable
 		}
 	}
-	pool, against, err := expectation(*stack, *poolName, *profile)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
-		return expectationExit(err)
-	}
 	r := doctor.Diagnose(l, topo, pool, against)
 	if len(job.Files) > 1 {
 		r.Sources = job.Files
@@ -60,12 +61,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 			r.Findings[i].Sources = job.sourcesOf(r.Findings[i].Evidence)
 		}
 	}
-	if *asJSON {
-		if code := writeJSON(stdout, stderr, r); code != 0 {
-			return code
-		}
-	} else {
-		writeDoctor(stdout, r)
+	if code := c.emit(r, func(w io.Writer) { writeDoctor(w, r) }); code != exitOK {
+		return code
 	}
 	return doctorExit(r)
 }
@@ -100,53 +97,53 @@ func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 	return parse(f)
 }
 
-// expectation is the pool spec the job should match: a built-in profile, or a stack's pool.
-// invalidStack is an expectation error about the stack file's content (exitFail); any other (a
-// profile, stack or pool the command line names and that does not exist) is a usage error.
-type invalidStack struct{ error }
-
-// expectationExit is the exit code of an expectation error.
-func expectationExit(err error) int {
-	var bad invalidStack
-	if errors.As(err, &bad) {
-		return exitFail
+// jobArgs checks what doctor and bench report share on their command line: logs, and one
+// thing to compare the job with.
+func (c *cli) jobArgs(logs []string, stack, pool, profile string) (int, bool) {
+	switch {
+	case len(logs) == 0:
+		return c.fail("give the job's log with --log FILE (or a directory of every pod's log, or - for stdin)"), false
+	case stack != "" && profile != "":
+		return c.fail("--stack and --profile both name what the job is compared with: give one"), false
+	case pool != "" && stack == "":
+		return c.fail("--pool names a pool of a stack: give --stack too"), false
 	}
-	return exitUsage
+	return 0, true
 }
 
-func expectation(stack, poolName, profile string) (*topology.PoolSpec, string, error) {
+// expectation is the pool spec the job should match: a built-in profile, or a stack's pool
+// ("" and nil for neither). A profile, stack or pool that does not exist is a usage error; a
+// stack file that is invalid fails.
+func (c *cli) expectation(stack, poolName, profile string) (*topology.PoolSpec, string, int, bool) {
 	switch {
 	case profile != "":
-		p, ok := topology.BuiltinProfile(profile)
-		if !ok {
-			return nil, "", fmt.Errorf("unknown profile %q; built-in profiles: %s", profile, strings.Join(topology.BuiltinProfileNames(), ", "))
-		}
-		s, err := topology.Derive(profile, p)
-		return &s, "profile " + profile, err
+		spec, code, ok := c.profile(profile)
+		return spec, "profile " + profile, code, ok
 	case stack != "":
-		cwd, _ := os.Getwd()
-		file, err := program.StackFile(cwd, stack)
-		if err != nil {
-			return nil, "", err
+		file, code, ok := c.stackFile(stack, false)
+		if !ok {
+			return nil, "", code, false
 		}
 		spec, err := topology.LoadStack(file)
 		if err != nil {
 			var ces topology.ConfigErrors
 			if errors.As(err, &ces) {
-				return nil, "", invalidStack{fmt.Errorf("%s is invalid: %v", file, ces)}
+				fmt.Fprintf(c.stderr, "gpucluster %s: %s is invalid: %v\n", c.name, relative(file), ces)
+				return nil, "", exitFail, false
 			}
-			return nil, "", err
+			fmt.Fprintf(c.stderr, "gpucluster %s: %v\n", c.name, err)
+			return nil, "", exitUnreadable, false
 		}
 		var names []string
 		for i, p := range spec.Pools {
 			if poolName == "" || p.Name == poolName {
-				return &spec.Pools[i], fmt.Sprintf("stack %s, pool %s", stack, p.Name), nil
+				return &spec.Pools[i], fmt.Sprintf("stack %s, pool %s", stack, p.Name), 0, true
 			}
 			names = append(names, p.Name)
 		}
-		return nil, "", fmt.Errorf("stack %s has no pool %q; pools: %s", stack, poolName, strings.Join(names, ", "))
+		return nil, "", c.fail("stack %s has no pool %q%s; pools: %s", stack, poolName, topology.Suggest(poolName, names), strings.Join(names, ", ")), false
 	}
-	return nil, "", nil
+	return nil, "", 0, true
 }
 
 func writeDoctor(w io.Writer, r *doctor.Report) {

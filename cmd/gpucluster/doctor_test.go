@@ -31,7 +31,7 @@ func TestDoctorExitCodes(t *testing.T) {
 		{[]string{"doctor", "--log", doctorData + "p5-topo.txt"}, 4, "no NCCL output"},
 		{[]string{"doctor", "--log", "/nonexistent.log"}, 4, "no such file"},
 		{[]string{"doctor"}, 2, "usage: gpucluster doctor"},
-		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--profile", "p9"}, 2, "unknown profile"},
+		{[]string{"doctor", "--log", doctorData + "p5-efa.log", "--profile", "p9"}, 2, "no built-in profile \"p9\""},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runCLI(c.args...)

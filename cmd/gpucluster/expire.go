@@ -6,10 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
-	"github.com/gpucluster/gpucluster/infra/program"
 )
 
 // now is the clock expire reads (a variable so tests can fix it).
@@ -19,24 +20,32 @@ var now = time.Now
 // reproducible, computed from a duration for convenience. Only that line of the file changes,
 // and only once the changed file validates.
 func cmdExpire(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("expire", stderr)
-	stack := fs.String("stack", "", "the stack whose file to change: stacks/Pulumi.<stack>.yaml")
-	config := fs.String("config", "", "change this stack file instead")
-	in := fs.Duration("in", 0, "expire this long from now, such as 8h or 90m (rounded up to the minute)")
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 || (*stack == "") == (*config == "") || *in <= 0 {
-		fmt.Fprintln(stderr, "usage: gpucluster expire (--stack NAME | --config FILE) --in DURATION")
-		return 2
+	c := newCLI("expire", "expire (--stack NAME | --config FILE) --in DURATION", stdout, stderr)
+	stack := c.fs.String("stack", "", "the stack whose file to change: stacks/Pulumi.<stack>.yaml")
+	config := c.fs.String("config", "", "change this stack file instead")
+	inText := c.fs.String("in", "", "expire this long from now: "+lifetimeUnits+" (rounded up to the minute)")
+	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--stack " + a + " --in 8h" }); !ok {
+		return code
+	}
+	if (*stack == "") == (*config == "") {
+		return c.fail("name the stack file once: --stack NAME or --config FILE")
+	}
+	if *inText == "" {
+		return c.fail("say when the GPU pools stop: --in 8h (%s)", lifetimeUnits)
+	}
+	in, err := parseLifetime(*inText)
+	if err != nil {
+		return c.fail("--in %s: %v", *inText, err)
 	}
 	file := *config
 	if file == "" {
-		cwd, _ := os.Getwd()
-		if file, err = program.StackFile(cwd, *stack); err != nil {
-			fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-			return 1
+		f, code, ok := c.stackFile(*stack, true)
+		if !ok {
+			return code
 		}
+		file = f
 	}
-	at := now().UTC().Add(*in).Add(time.Minute - time.Nanosecond).Truncate(time.Minute)
+	at := now().UTC().Add(in).Add(time.Minute - time.Nanosecond).Truncate(time.Minute)
 	if err := setExpiry(file, at); err != nil {
 		fmt.Fprintf(stderr, "gpucluster: %s: %v; nothing changed\n", relative(file), err)
 		return 1
@@ -87,4 +96,32 @@ func setExpiry(file string, at time.Time) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+// lifetimeUnits are what --in accepts.
+const lifetimeUnits = "minutes, hours or days, such as 90m, 8h, 2d or 1d12h"
+
+// parseLifetime reads a positive duration in Go's notation, with days ("2d", "1d12h") as well:
+// an ephemeral cluster's lifetime is said in hours and days.
+func parseLifetime(s string) (time.Duration, error) {
+	var days time.Duration
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("not a duration: use %s", lifetimeUnits)
+		}
+		days, rest = time.Duration(n)*24*time.Hour, s[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return 0, fmt.Errorf("not a duration: use %s", lifetimeUnits)
+		}
+	}
+	if total := days + d; total > 0 && d >= 0 {
+		return total, nil
+	}
+	return 0, fmt.Errorf("the expiry must lie ahead: give a positive duration (%s)", lifetimeUnits)
 }

@@ -5,7 +5,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 const usage = `gpucluster: GPU-cluster topology, offline.
@@ -14,26 +19,35 @@ Usage:
   gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
                                           evaluate a stack's Pulumi program offline and write its review
                                           bundle (plan.json, manifests/, REVIEW.md); default: the dev stack
-  gpucluster doctor --log FILE|DIR [--log …] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [--json]
+  gpucluster doctor --log FILE|DIR [--log …] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
-  gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--json]
+  gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N]
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the
                                           transports (NCCL INFO lines), a verdict against published figures
   gpucluster profiles                     list the built-in topology profiles
-  gpucluster profile NAME [--json]        print the cluster spec derived from a built-in profile
-  gpucluster validate FILE [--json]       check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
+  gpucluster profile NAME                 print the cluster spec derived from a built-in profile
+  gpucluster validate FILE                check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
   gpucluster preflight                    check the tools pulumi up runs on this machine (pulumi, go,
                                           kubectl, aws) against the versions they must have
   gpucluster expire (--stack NAME | --config FILE) --in DURATION
                                           write gpucluster:expiresAt (now + DURATION, to the minute) into
                                           the stack file, changing nothing else
+  gpucluster version                      print the version (also --version)
+
+Every command takes --help. Commands that print data take -o table|json|yaml (--json is -o json).
 
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commands are gpucluster's subcommands.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"doctor": cmdDoctor, "plan": cmdPlan, "profiles": cmdProfiles, "profile": cmdProfile, "validate": cmdValidate,
+	"expire": cmdExpire, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
 }
 
 // run is main without the process: it returns the exit code, so tests can call it.
@@ -43,27 +57,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
+	if run, ok := commands[cmd]; ok {
+		return run(rest, stdout, stderr)
+	}
 	switch cmd {
-	case "doctor":
-		return cmdDoctor(rest, stdout, stderr)
-	case "plan":
-		return cmdPlan(rest, stdout, stderr)
-	case "profiles":
-		return cmdProfiles(rest, stdout, stderr)
-	case "profile":
-		return cmdProfile(rest, stdout, stderr)
-	case "validate":
-		return cmdValidate(rest, stdout, stderr)
-	case "expire":
-		return cmdExpire(rest, stdout, stderr)
-	case "preflight":
-		return cmdPreflight(rest, stdout, stderr)
-	case "bench":
-		return cmdBench(rest, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage+"\n"+exitCodeText())
 		return exitOK
+	case "--version", "-version", "-v":
+		fmt.Fprintln(stdout, versionText())
+		return exitOK
 	}
-	fmt.Fprintf(stderr, "gpucluster: unknown command %q\n\n%s", cmd, usage)
+	names := slices.Sorted(maps.Keys(commands))
+	fmt.Fprintf(stderr, "gpucluster: unknown command %q%s; commands: %s\n(gpucluster --help describes each)\n", cmd, topology.Suggest(cmd, names), strings.Join(names, ", "))
 	return exitUsage
 }

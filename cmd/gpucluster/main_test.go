@@ -82,10 +82,10 @@ func TestUsageAndUnknowns(t *testing.T) {
 		{nil, 2, "Usage:"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"profile"}, 2, "usage: gpucluster profile NAME"},
-		{[]string{"profile", "p6"}, 1, "built-in profiles: dev, g6e-efa"},
+		{[]string{"profile", "p6"}, 2, "profiles: dev, g6e-efa"},
 		{[]string{"profiles", "extra"}, 2, "usage: gpucluster profiles"},
 		{[]string{"validate"}, 2, "usage: gpucluster validate FILE"},
-		{[]string{"profile", "dev", "--yaml"}, 2, "flag provided but not defined"},
+		{[]string{"profile", "dev", "--yaml"}, 2, "unknown flag --yaml"},
 	}
 	for _, c := range cases {
 		code, _, errOut := runCLI(c.args...)
@@ -111,7 +111,9 @@ func TestValidate(t *testing.T) {
 	write(bad, "config:\n  gpucluster:pools:\n    - name: a\n      profile: p4d-efa\n      efaInterfaces: 9\n      shmsize: 1Gi\n  aws:region: us-east-1\n")
 
 	code, out, errOut := runCLI("validate", good)
-	if code != 0 || !strings.Contains(out, "valid, 2 pool(s)") || !strings.Contains(out, "pool b (profile g6e-ena)") {
+	if code != 0 || !strings.Contains(out, "valid") || !strings.Contains(out, "pool b (profile g6e-ena)") ||
+		!strings.Contains(out, "region     us-east-1") || !strings.Contains(out, "pool       b: 4 × g6e.12xlarge") ||
+		!strings.Contains(out, "/h after pulumi up") || !strings.Contains(out, "expiry     none") {
 		t.Errorf("good: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI("validate", good, "--json")

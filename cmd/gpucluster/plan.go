@@ -17,20 +17,24 @@ import (
 const DefaultStack = "dev"
 
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("plan", stderr)
-	stack := fs.String("stack", "", "stack to plan (default "+DefaultStack+"): stacks/Pulumi.<stack>.yaml")
-	config := fs.String("config", "", "plan this stack file instead (any path)")
-	out := fs.String("out", "", "bundle directory (default review/<stack>; with --all, the parent of one directory per stack)")
-	all := fs.Bool("all", false, "plan every stack in stacks/")
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 || (*stack != "" && *config != "") || (*all && (*stack != "" || *config != "")) {
-		fmt.Fprintln(stderr, "usage: gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]")
-		return 2
+	c := newCLI("plan", "plan [--stack NAME | --config FILE | --all] [--out DIR]", stdout, stderr)
+	stack := c.fs.String("stack", "", "stack to plan (default "+DefaultStack+"): stacks/Pulumi.<stack>.yaml")
+	config := c.fs.String("config", "", "plan this stack file instead (any path)")
+	out := c.fs.String("out", "", "bundle directory (default the project's review/<stack>; with --all, the parent of one directory per stack)")
+	all := c.fs.Bool("all", false, "plan every stack in stacks/")
+	if code, ok := c.parseFlagsOnly(args, planArgument); !ok {
+		return code
+	}
+	switch {
+	case *stack != "" && *config != "":
+		return c.fail("--stack and --config both name the stack file: give one")
+	case *all && (*stack != "" || *config != ""):
+		return c.fail("--all plans every stack: give it without --stack or --config")
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return 1
+		return exitFail
 	}
 	var files []string
 	switch {
@@ -39,42 +43,60 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	case *all:
 		dir, err := stacksDir(cwd)
 		if err != nil {
-			fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-			return 1
+			fmt.Fprintf(stderr, "gpucluster plan: %v\n", err)
+			return exitUnreadable
 		}
 		files, _ = filepath.Glob(filepath.Join(dir, "Pulumi.*.yaml"))
 		if len(files) == 0 {
-			fmt.Fprintf(stderr, "gpucluster: no stack files in %s\n", dir)
-			return 1
+			fmt.Fprintf(stderr, "gpucluster plan: no stack files in %s\n", dir)
+			return exitUnreadable
 		}
 	default:
 		name := *stack
 		if name == "" {
 			name = DefaultStack
 		}
-		f, err := program.StackFile(cwd, name)
-		if err != nil {
-			fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-			return 1
-		}
-		if _, err := os.Stat(f); err != nil {
-			fmt.Fprintf(stderr, "gpucluster: stack %q has no file %s; stacks: %s\n", name, f, strings.Join(stackNames(filepath.Dir(f)), ", "))
-			return 1
+		f, code, ok := c.stackFile(name, true)
+		if !ok {
+			return code
 		}
 		files = []string{f}
 	}
-	code := 0
-	for _, f := range files {
-		dir := filepath.Join("review", topology.StackName(f))
+	reviewDir := filepath.Join(projectOr(cwd, files[0]), "review")
+	code := exitOK
+	for i, f := range files {
+		dir := filepath.Join(reviewDir, topology.StackName(f))
 		switch {
 		case *all && *out != "":
 			dir = filepath.Join(*out, topology.StackName(f))
 		case *out != "":
 			dir = *out
 		}
+		if *all {
+			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), relative(f))
+		}
 		code = max(code, planOne(f, dir, stdout, stderr))
 	}
 	return code
+}
+
+// planArgument is the flag an argument given to plan without one was likely meant for.
+func planArgument(arg string) string {
+	if strings.HasSuffix(arg, ".yaml") || strings.ContainsRune(arg, filepath.Separator) {
+		return "--config " + arg
+	}
+	return "--stack " + arg
+}
+
+// projectOr is the project directory (Pulumi.yaml) above the working directory, else above the
+// stack file, else the working directory: bundles go to the project's review/ wherever it is run.
+func projectOr(cwd, stackFile string) string {
+	for _, from := range []string{cwd, filepath.Dir(stackFile)} {
+		if p, err := program.ProjectDir(from); err == nil {
+			return p
+		}
+	}
+	return cwd
 }
 
 func planOne(file, dir string, stdout, stderr io.Writer) int {
@@ -98,7 +120,7 @@ func planOne(file, dir string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "%s: %d resources, %d pool(s), %d error(s), %d warning(s) → %s\n",
-		r.Spec.Stack, len(r.Resources), len(r.Spec.Pools), errs, warns, filepath.Join(dir, "REVIEW.md"))
+		r.Spec.Stack, len(r.Resources), len(r.Spec.Pools), errs, warns, shown(filepath.Join(dir, "REVIEW.md")))
 	if note := topology.EnvironmentNote(r.Spec); note != "" {
 		fmt.Fprintf(stderr, "  note: %s\n", note)
 	}
@@ -133,7 +155,14 @@ func stackNames(dir string) []string {
 
 // relative shortens a path under the working directory, so bundles name the file as the user does
 // and stay byte-identical wherever the checkout lives.
-func relative(path string) string {
+func relative(path string) string { return fromWorkDir(path, false) }
+
+// shown is a path as the user reaches it from the working directory ("../review/dev/REVIEW.md"
+// from stacks/).
+func shown(path string) string { return fromWorkDir(path, true) }
+
+// fromWorkDir is path relative to the working directory: only below it unless up, else the path.
+func fromWorkDir(path string, up bool) string {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return path
@@ -142,7 +171,7 @@ func relative(path string) string {
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(cwd, abs); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, err := filepath.Rel(cwd, abs); err == nil && (up || !strings.HasPrefix(rel, "..")) {
 		return rel
 	}
 	return path

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +54,9 @@ func TestPlanUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"plan", "--stack", "nope"}, 1, "stacks: dev, g6e-efa"},
-		{[]string{"plan", "--stack", "dev", "--config", "x"}, 2, "usage: gpucluster plan"},
-		{[]string{"plan", "--all", "--stack", "dev"}, 2, "usage: gpucluster plan"},
+		{[]string{"plan", "--stack", "nope"}, 2, "stacks: dev, g6e-efa"},
+		{[]string{"plan", "--stack", "dev", "--config", "x"}, 2, "--stack and --config both name the stack file"},
+		{[]string{"plan", "--all", "--stack", "dev"}, 2, "--all plans every stack"},
 		{[]string{"plan", "extra"}, 2, "usage: gpucluster plan"},
 	}
 	for _, c := range cases {
@@ -66,11 +67,39 @@ func TestPlanUsage(t *testing.T) {
 	}
 }
 
+// copyProject copies the project's Pulumi.yaml and stack files into a temporary checkout (with a
+// .git of its own) and makes it the working directory: tests that exercise refusals, or write
+// the default review/, never touch the real checkout.
+func copyProject(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files, _ := filepath.Glob("../../stacks/Pulumi.*.yaml")
+	for _, f := range append(files, "../../Pulumi.yaml") {
+		rel, _ := filepath.Rel("../..", f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(root, filepath.Dir(rel)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, ".git"), 0o755)
+	os.WriteFile(filepath.Join(root, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	t.Chdir(root)
+	return root
+}
+
 // The directories a new user tries first: each is refused before anything is written, with the
-// path and the fix, and the files in it are untouched.
+// path and the fix, and the files in it are untouched (in a copy of the checkout).
 func TestPlanRefusesDirectoriesItDidNotWrite(t *testing.T) {
+	root := copyProject(t)
+	before := treeOf(t, root)
 	file := filepath.Join(t.TempDir(), "mine.txt")
 	os.WriteFile(file, []byte("keep\n"), 0o644)
+	os.MkdirAll("stacks/sub", 0o755)
+	t.Chdir("stacks/sub")
 	for _, out := range []string{".", "..", "../..", "../../stacks", "../../.git", file} {
 		code, stdout, stderr := runCLI("plan", "--out", out)
 		if code != 1 || !strings.Contains(stderr, "will not write the bundle to "+out) || !strings.Contains(stderr, "fix:") || stdout != "" {
@@ -80,8 +109,48 @@ func TestPlanRefusesDirectoriesItDidNotWrite(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != "keep\n" {
 		t.Error("the user's file was changed")
 	}
-	if _, err := os.Stat("../../stacks/Pulumi.dev.yaml"); err != nil {
-		t.Fatal("the stack file is gone")
+	os.Remove(filepath.Join(root, "stacks/sub"))
+	if after := treeOf(t, root); !maps.Equal(before, after) {
+		t.Errorf("the checkout changed:\n%v\n%v", before, after)
+	}
+}
+
+// treeOf is every file below dir and its content.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			out[path] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+// Bundles go to the project's review/, from wherever plan runs in it; one stack's bundle is never
+// replaced by another's, and --all writes beside a bundle, never inside it.
+func TestPlanOutputPaths(t *testing.T) {
+	root := copyProject(t)
+	t.Chdir("stacks")
+	code, stdout, stderr := runCLI("plan", "--stack", "dev")
+	if code != 0 || !strings.Contains(stdout, "→ ../review/dev/REVIEW.md") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "review", "dev", "plan.json")); err != nil {
+		t.Fatal("no bundle in the project's review/dev")
+	}
+	t.Chdir(root)
+	if code, _, stderr := runCLI("plan", "--stack", "g6e-ena", "--out", "review/dev"); code != 1 || !strings.Contains(stderr, "it holds the bundle of stack dev, not g6e-ena") || !strings.Contains(stderr, "review/g6e-ena") {
+		t.Errorf("another stack's bundle: exit %d %s", code, stderr)
+	}
+	code, _, stderr = runCLI("plan", "--all", "--out", "review/dev")
+	if code != 1 || !strings.Contains(stderr, "it lies inside") || !strings.Contains(stderr, "the bundle of stack dev") {
+		t.Errorf("--all inside a bundle: exit %d %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, "review", "dev")); len(entries) != 4 {
+		t.Errorf("review/dev changed: %v", entries)
 	}
 }
 

@@ -11,11 +11,9 @@ import (
 // cmdPreflight checks the programs `pulumi up` runs on this machine (internal/preflight): one
 // line per tool, and for each one missing or too old, why it is needed and how to get it.
 func cmdPreflight(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("preflight", stderr)
-	pos, err := parseArgs(fs, args)
-	if err != nil || len(pos) > 0 {
-		fmt.Fprintln(stderr, "usage: gpucluster preflight")
-		return 2
+	c := newCLI("preflight", "preflight", stdout, stderr)
+	if code, ok := c.parseFlagsOnly(args, nil); !ok {
+		return code
 	}
 	results := preflight.Check()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

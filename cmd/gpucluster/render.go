@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -129,4 +130,37 @@ func joinSorted[V any](m map[string]V, format string) string {
 		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeStackSummary prints what a stack is as `plan` summarises it: where, the cluster, its
+// pools, what it costs and when it stops.
+func writeStackSummary(w io.Writer, s topology.StackSpec) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "  %-10s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	line("region", "%s", s.Region)
+	line("cluster", "%s, EKS %s, %d × %s system node(s)", s.Cluster.Name, s.Cluster.KubernetesVersion, s.Cluster.SystemNodes.Count, s.Cluster.SystemNodes.InstanceType)
+	for _, p := range s.Pools {
+		line("pool", "%s: %s × %s (profile %s, %s, %s)", p.Name, p.Scaling.String(), p.Instance.Name, p.Profile, p.Provisioner, p.Capacity.Type)
+	}
+	cost := topology.EstimateCost(s)
+	floor := ""
+	if !cost.Complete {
+		floor = "at least "
+	}
+	line("cost", "%s$%.2f/h after pulumi up, %s$%.2f/h at every pool's maximum (us-east-1 list prices)", floor, cost.AtDeploy, floor, cost.AtMost)
+	for _, r := range cost.Reserved {
+		line("", "+ %s: billed by its reservation, not in these totals", r.Item)
+	}
+	switch at := s.ExpiresAt(); {
+	case at.IsZero():
+		line("expiry", "none: the GPU pools run until pulumi destroy (gpucluster expire --stack %s --in 8h sets one)", s.Stack)
+	case s.Expired(now()):
+		line("expiry", "%s UTC, passed: pulumi up keeps every GPU pool at zero nodes until it is extended (gpucluster expire --stack %s --in 8h)", at.Format("2006-01-02 15:04"), s.Stack)
+	default:
+		line("expiry", "%s UTC (in %s): every GPU pool goes to zero nodes then", at.Format("2006-01-02 15:04"), at.Sub(now()).Round(time.Minute))
+	}
+	if len(s.Warnings) > 0 {
+		line("warnings", "%d (above)", len(s.Warnings))
+	}
 }

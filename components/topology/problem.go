@@ -73,8 +73,10 @@ func (r *reader) unknownKey(line int, key, name string, known []string) {
 	r.fail(line, key, "use one of: "+strings.Join(known, ", "), "unknown key")
 }
 
-// suggest returns " (did you mean X?)" when a known word is close to the unknown one.
-func suggest(unknown string, known []string) string {
+// Suggest returns " (did you mean X?)" when a known word is close to the unknown one: the
+// one rule for every "did you mean" gpucluster says (stack-file keys, regions, instance types,
+// and the CLI's commands, flags, stacks and profiles).
+func Suggest(unknown string, known []string) string {
 	if best := closest(unknown, known); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}

@@ -205,7 +205,7 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeyRegion, "write a region name such as us-east-1", "%q is not an AWS region name", region)
 	case !KnownRegion(region):
 		ps.add(KeyRegion, "use one of: "+strings.Join(awsRegions, ", "),
-			"%q is not an AWS region%s (regions of pulumi-aws v6.83.2, the provider that deploys the stack)", region, suggest(region, awsRegions))
+			"%q is not an AWS region%s (regions of pulumi-aws v6.83.2, the provider that deploys the stack)", region, Suggest(region, awsRegions))
 	case regionProblem(region) != "":
 		ps.add(KeyRegion, "use one of: "+regionList(), "%s", regionProblem(region))
 	}
@@ -258,7 +258,7 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 	}
 	if !KnownEC2InstanceType(c.SystemNodes.InstanceType) {
 		ps.add(KeySystemNodes+".instanceType", "write an EC2 instance type such as "+DefaultSystemInstance,
-			"%q is not an EC2 instance type%s", c.SystemNodes.InstanceType, suggest(c.SystemNodes.InstanceType, ec2InstanceTypeNames()))
+			"%q is not an EC2 instance type%s", c.SystemNodes.InstanceType, Suggest(c.SystemNodes.InstanceType, ec2InstanceTypeNames()))
 	}
 	validateVPC(&ps, region, v)
 	return ps

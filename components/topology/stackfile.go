@@ -515,7 +515,7 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		return Pool{Name: name}, false
 	case !found:
 		r.fail(lines["profile"], key+".profile", "use one of: "+strings.Join(BuiltinProfileNames(), ", "),
-			"unknown profile %q%s", profileName, suggest(profileName, BuiltinProfileNames()))
+			"unknown profile %q%s", profileName, Suggest(profileName, BuiltinProfileNames()))
 		return Pool{Name: name}, false
 	}
 	p := base

@@ -26,7 +26,7 @@ func Validate(p Profile) []Problem {
 	it, known := LookupInstanceType(p.InstanceType)
 	if !known {
 		ps.add("instanceType", "use one of: "+strings.Join(InstanceTypeNames(), ", "),
-			"unknown instance type %q%s", p.InstanceType, suggest(p.InstanceType, InstanceTypeNames()))
+			"unknown instance type %q%s", p.InstanceType, Suggest(p.InstanceType, InstanceTypeNames()))
 	}
 	validateScaling(&ps, p)
 	validatePlacement(&ps, p)

@@ -520,6 +520,11 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 	}
 	p := base
 	explicit := r.overrides(n, key, &p, lines)
+	if p.InstanceType != base.InstanceType || p.MinNodes != base.MinNodes || p.MaxNodes != base.MaxNodes {
+		// The profile's sentence speaks of its own type and size: the pool is described as what it is.
+		p.Description = fmt.Sprintf("the %s topology on %s × %s (the profile's: %s × %s)",
+			profileName, nodeRange(p.MinNodes, p.MaxNodes), p.InstanceType, nodeRange(base.MinNodes, base.MaxNodes), base.InstanceType)
+	}
 	before := len(r.errs)
 	problems := Validate(p)
 	if len(problems) == 0 {
@@ -620,3 +625,11 @@ var requiredKeys = []string{KeyPools}
 // runs, while the defaults of the optional keys are the core's (a Pulumi default would be a second
 // home for them, and some, such as the cluster name, depend on the stack).
 func RequiredConfigKeys() []string { return append([]string(nil), requiredKeys...) }
+
+// nodeRange is a node count as a person says it: "4", or "0 to 3".
+func nodeRange(min, max int) string {
+	if min == max {
+		return fmt.Sprint(max)
+	}
+	return fmt.Sprintf("%d to %d", min, max)
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
@@ -235,7 +236,15 @@ func TestReviewStatesTheWholeCost(t *testing.T) {
 		"| Hourly cost | $30.60 per hour after `pulumi up`, $90.90 per hour at every pool's maximum",
 		"| EKS control plane | $0.100 | $0.100 |", "| NAT gateway | $0.045 | $0.045 | plus $0.045 per GB it processes |",
 		"| system nodes: 2 × m7i.large | $0.202 | $0.202 |", "| pool `infer`: 1 to 3 × g6e.48xlarge | $30.131 | $90.394 |",
-		"Pool `train` (4 to 4 × p5.48xlarge) runs on reserved capacity, not in the totals", "Not hourly: VPC flow logs")
+		"Pool `train` (4 to 4 × p5.48xlarge) runs on reserved capacity, not in the totals", "Not hourly: VPC flow logs",
+		// the summary's cell says what its totals leave out
+		"; not counted: pool `train` (4 to 4 × p5.48xlarge) on reserved capacity, billed by its reservation whether used or not",
+		// a pool that changes its profile's type or size is described as what it is
+		"Profile `g6e-efa`: the g6e-efa topology on 0 to 3 × g6e.48xlarge (the profile's: 4 × g6e.12xlarge).",
+		// the quota each class of pools needs; none for reserved capacity
+		"| Running On-Demand G and VT instances | 576 | `infer` |",
+		"- pool `train`: capacity-block cr-0123456789abcdef0 holds its instances; no on-demand quota is added for them.",
+		"Values=g6e.48xlarge --region us-east-1` must list us-east-1a")
 }
 
 func TestQuotaWarningsReachTheReview(t *testing.T) {
@@ -253,6 +262,12 @@ func TestQuotaWarningsReachTheReview(t *testing.T) {
 
 // REVIEW.md says when the pools stop, how, and what keeps running until pulumi destroy.
 func TestReviewStatesTheExpiry(t *testing.T) {
+	at := func(s string) { // the clock the review is written at: the expiry ahead, then passed
+		clock, _ := time.Parse(time.RFC3339, s)
+		now = func() time.Time { return clock }
+	}
+	t.Cleanup(func() { now = time.Now })
+	at("2026-11-23T12:00:00Z")
 	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
 	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2026-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n    - {name: burst, profile: karpenter-p5}\n"), 0o644)
 	r, err := Evaluate(f)
@@ -265,4 +280,10 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 		"pool `burst` (Karpenter): the in-cluster CronJob `gpucluster-expiry`",
 		"Until then the stack costs $110.48 per hour after `pulumi up`", // 2 × 55.04 + 0.10 + 0.045 + 2 × 0.1008 + 500 GiB of gp3
 		"these keep running: EKS control plane, NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
+	at("2026-12-02T00:00:00Z")
+	if r, err = Evaluate(f); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "REVIEW.md after the expiry", string(r.Files["REVIEW.md"]),
+		"The expiry passed at **2026-12-01 18:00 UTC**: every GPU pool is at zero nodes, and `pulumi up` keeps it there until the expiry is extended (`gpucluster expire --stack exp --in 8h`, then `pulumi up`)")
 }

@@ -47,7 +47,7 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	w("| Control-plane logs | %s |\n", controlPlaneLogLine(s))
 	w("| GPU pools | %d |\n", len(s.Pools))
 	w("| Resources | %d registered (%s) |\n", len(r.Resources), resourceMix(r.Resources))
-	w("| Hourly cost | %s after `pulumi up`, %s at every pool's maximum%s (details under Cost) |\n", usd(cost.AtDeploy, cost.Complete), usd(cost.AtMost, cost.Complete), guardNote(s))
+	w("| Hourly cost | %s after `pulumi up`, %s at every pool's maximum%s%s (details under Cost) |\n", usd(cost.AtDeploy, cost.Complete), usd(cost.AtMost, cost.Complete), guardNote(s), reservedNote(cost))
 	w("| Findings | %d error, %d warning, %d info |\n\n", errs, warns, infos)
 
 	w("## Cluster\n\n```mermaid\n%s```\n\n", diagram(s))
@@ -59,6 +59,11 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 	}
 
 	w("%s", costSection(s))
+	quotas, err := quotaSection(s)
+	if err != nil {
+		return nil, err
+	}
+	w("%s", quotas)
 	w("%s", expirySection(s))
 	w("%s", pulumiEKSSection(s))
 	w("## Findings\n\n")
@@ -175,6 +180,49 @@ func usd(v float64, complete bool) string {
 		return fmt.Sprintf("$%.2f per hour", v)
 	}
 	return fmt.Sprintf("≥ $%.2f per hour", v)
+}
+
+// reservedNote says, in the summary's cost cell, what the totals leave out: pools on reserved
+// capacity, billed by their reservation.
+func reservedNote(c topology.StackCost) string {
+	if len(c.Reserved) == 0 {
+		return ""
+	}
+	var pools []string
+	for _, r := range c.Reserved {
+		pools = append(pools, fmt.Sprintf("`%s` (%s)", r.Pool, r.Item))
+	}
+	return "; not counted: pool " + strings.Join(pools, ", pool ") + " on reserved capacity, billed by its reservation whether used or not"
+}
+
+// quotaSection is what the account must allow before `pulumi up`: the EC2 vCPU quota each class
+// of pools draws on, and whether each pool's type is offered in its zone.
+func quotaSection(s topology.StackSpec) (string, error) {
+	quotas, err := topology.VCPUQuotas(s)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("## Quotas and capacity\n\n")
+	if len(quotas) > 0 {
+		fmt.Fprintf(&b, "EC2 counts running instances against vCPU quotas per region (Service Quotas, %s); a new account often has 0 for GPU instances. At every pool's maximum this stack needs:\n\n| quota | vCPUs | pools |\n|---|---:|---|\n", s.Region)
+		for _, q := range quotas {
+			fmt.Fprintf(&b, "| %s | %d | %s |\n", q.Name, q.VCPUs, "`"+strings.Join(q.Pools, "`, `")+"`")
+		}
+		b.WriteString("\nCheck yours with `aws service-quotas list-service-quotas --service-code ec2 --region " + s.Region + "`; an increase can take days.\n\n")
+	}
+	for _, p := range s.Pools {
+		if p.Capacity.Type.Reserved() {
+			fmt.Fprintf(&b, "- pool `%s`: %s %s holds its instances; no on-demand quota is added for them.\n", p.Name, p.Capacity.Type, p.Capacity.ReservationID)
+		}
+	}
+	b.WriteString("- Whether each type is offered in its zone is not checked offline (no data in the build says so): ")
+	var checks []string
+	for _, p := range s.Pools {
+		checks = append(checks, fmt.Sprintf("`aws ec2 describe-instance-type-offerings --location-type availability-zone --filters Name=instance-type,Values=%s --region %s` must list %s", p.Instance.Name, s.Region, strings.Join(p.AvailabilityZones, " and ")))
+	}
+	b.WriteString(strings.Join(checks, "; ") + ".\n\n")
+	return b.String(), nil
 }
 
 func guardNote(s topology.StackSpec) string {
@@ -355,6 +403,12 @@ func expirySection(s topology.StackSpec) string {
 	at := s.ExpiresAt()
 	if at.IsZero() {
 		b.WriteString("No expiry: the GPU pools run until `pulumi destroy`. Set `gpucluster:expiresAt` (or run `gpucluster expire --stack " + s.Stack + " --in 8h`) for an ephemeral cluster.\n\n")
+		return b.String()
+	}
+	if s.Expired(now()) {
+		// The spec is already the one `pulumi up` applies now: every pool at zero.
+		fmt.Fprintf(&b, "The expiry passed at **%s UTC**: every GPU pool is at zero nodes, and `pulumi up` keeps it there until the expiry is extended (`gpucluster expire --stack %s --in 8h`, then `pulumi up`). The control plane, NAT gateway and system nodes keep running, and billing, until `pulumi destroy`.\n\n",
+			at.Format("2006-01-02 15:04"), s.Stack)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Every GPU pool goes to zero nodes at **%s UTC**, without anyone acting:\n\n", at.Format("2006-01-02 15:04"))

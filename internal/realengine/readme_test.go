@@ -9,17 +9,17 @@ import (
 	"testing"
 )
 
-// documentedOutputs are the stack outputs the README lists ("Stack outputs: `a`, `b` ...").
+// documentedOutputs are the stack outputs docs/architecture.md lists ("Stack outputs: `a`, `b` ...").
 func documentedOutputs(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(projectDir, "README.md"))
+	b, err := os.ReadFile(filepath.Join(projectDir, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, "Stack outputs:")
 	if i < 0 {
-		t.Fatal("README.md lists no stack outputs (a sentence starting 'Stack outputs:')")
+		t.Fatal("docs/architecture.md lists no stack outputs (a sentence starting 'Stack outputs:')")
 	}
 	para := text[i:]
 	if j := strings.Index(para, "\n\n"); j > 0 {

@@ -181,7 +181,6 @@ func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
 	}
 }
 
-
 func atoi(s string) int {
 	n := 0
 	for _, c := range s {

@@ -136,7 +136,7 @@ func bundle(r *Result) (map[string][]byte, error) {
 	for path, content := range manifests {
 		files[path] = content
 	}
-	review, err := reviewMarkdown(r)
+	review, err := reviewMarkdown(r, manifests)
 	if err != nil {
 		return nil, err
 	}

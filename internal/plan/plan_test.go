@@ -287,3 +287,22 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 	mustContain(t, "REVIEW.md after the expiry", string(r.Files["REVIEW.md"]),
 		"The expiry passed at **2026-12-01 18:00 UTC**: every GPU pool is at zero nodes, and `pulumi up` keeps it there until the expiry is extended (`gpucluster expire --stack exp --in 8h`, then `pulumi up`)")
 }
+
+// REVIEW.md lists everything the stack creates and what holds power: each IAM role with who may
+// assume it and its policies, each ClusterRole, each privileged or host-level pod (the
+// fabric-manager gate installs packages: its nodes need egress), and what is fetched at deploy.
+func TestReviewStatesInventoryAndPower(t *testing.T) {
+	dir, _ := writeBundle(t, "karpenter-p5")
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")),
+		"## Inventory", "| `Network` karpenter-p5 | ", "aws ec2 Subnet × 4", "| `KarpenterPool` karpenter-p5-gpu-karpenter | kubernetes karpenter.k8s.aws EC2NodeClass × 1, kubernetes karpenter.sh NodePool × 1 |",
+		"## IAM and cluster-wide power",
+		"| `karpenter-p5-karpenter` | Service pods.eks.amazonaws.com | 1 inline",
+		"| `karpenter-p5-karpenter-node` | Service ec2.amazonaws.com | AmazonEC2ContainerRegistryReadOnly, AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy |",
+		"EKS Pod Identity `karpenter-p5-karpenter` gives a role to the service account `karpenter`.",
+		"- `nvidia-fabricmanager`: nodes: patch",
+		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
+		"- DaemonSet `nvidia-fabricmanager-gate`: hostNetwork; installs packages at start (apt-get)",
+		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
+		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.7.0/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
+		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.17.1` (nvidia-device-plugin)")
+}

@@ -15,7 +15,7 @@ import (
 // maxDrawnNodes bounds the nodes drawn per pool in the diagram; the rest are summarised.
 const maxDrawnNodes = 4
 
-func reviewMarkdown(r *Result) ([]byte, error) {
+func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 	s := r.Spec
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -64,7 +64,13 @@ func reviewMarkdown(r *Result) ([]byte, error) {
 		return nil, err
 	}
 	w("%s", quotas)
+	power, err := powerSection(r.Resources, manifests)
+	if err != nil {
+		return nil, err
+	}
+	w("%s", power)
 	w("%s", expirySection(s))
+	w("%s", inventorySection(r.Resources))
 	w("%s", pulumiEKSSection(s))
 	w("## Findings\n\n")
 	if len(r.Findings) == 0 {

@@ -1,0 +1,282 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+)
+
+// inventorySection lists every resource the plan registers, grouped by the gpucluster component
+// it is part of (the network, the cluster, each pool, each in-cluster piece), with what
+// pulumi-eks creates inside its own component under "Inside pulumi-eks".
+func inventorySection(resources []offline.Resource) string {
+	byURN := map[string]offline.Resource{}
+	for _, r := range resources {
+		byURN[r.URN] = r
+	}
+	owner := func(r offline.Resource) string {
+		for p, ok := byURN[r.Parent]; ok; p, ok = byURN[p.Parent] {
+			if strings.HasPrefix(p.Type, "gpucluster:index:") {
+				return fmt.Sprintf("`%s` %s", strings.TrimPrefix(p.Type, "gpucluster:index:"), p.Name)
+			}
+		}
+		return "(stack)"
+	}
+	counts := map[string]map[string]int{}
+	var groups []string
+	for _, r := range resources {
+		if !r.Custom || strings.HasPrefix(r.Type, "pulumi:providers:") {
+			continue
+		}
+		g := owner(r)
+		if counts[g] == nil {
+			counts[g] = map[string]int{}
+			groups = append(groups, g)
+		}
+		counts[g][shortType(r.Type)]++
+	}
+	var b strings.Builder
+	b.WriteString("## Inventory\n\nEvery resource `pulumi up` creates, by the part of the cluster it belongs to (types as `provider module Kind`; plan.json has each one's inputs):\n\n| part | resources |\n|---|---|\n")
+	for _, g := range groups {
+		var items []string
+		for _, t := range topology.SortedKeys(counts[g]) {
+			items = append(items, fmt.Sprintf("%s × %d", t, counts[g][t]))
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", g, strings.Join(items, ", "))
+	}
+	b.WriteString("\nThe EKS component (`eks:index:Cluster`) creates more inside itself: see \"Inside pulumi-eks\".\n\n")
+	return b.String()
+}
+
+// shortType writes a type token as provider, module and kind: "aws ec2 Subnet", "kubernetes apps DaemonSet".
+func shortType(t string) string {
+	parts := strings.SplitN(t, ":", 3)
+	if len(parts) != 3 {
+		return t
+	}
+	module, _, _ := strings.Cut(parts[1], "/")
+	return parts[0] + " " + module + " " + parts[2]
+}
+
+// powerSection says what the stack may do and what runs with power: each IAM role, who may
+// assume it and its policies; each ClusterRole's rules; every pod that is privileged or reaches
+// into its host; and everything fetched from the internet at deploy time.
+func powerSection(resources []offline.Resource, manifests map[string][]byte) (string, error) {
+	var b strings.Builder
+	b.WriteString("## IAM and cluster-wide power\n\n")
+	b.WriteString(rolesTable(resources))
+	paths := slices.Sorted(func(yield func(string) bool) {
+		for p := range manifests {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	var roles, pods, fetched []string
+	images := map[string][]string{}
+	for _, p := range paths {
+		var obj map[string]any
+		if err := yaml.Unmarshal(manifests[p], &obj); err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(p, "manifests/"), ".yaml")
+		switch {
+		case strings.HasPrefix(name, "chart-"):
+			fetched = append(fetched, fmt.Sprintf("Helm chart `%v` %v (its own RBAC and workloads are rendered at deploy, not here)", obj["chart"], obj["version"]))
+		case strings.HasPrefix(name, "configfile-"):
+			fetched = append(fetched, fmt.Sprintf("`%v`, applied as is", obj["file"]))
+		case obj["kind"] == "ClusterRole":
+			roles = append(roles, fmt.Sprintf("- `%s`: %s", nameOf(obj), rulesText(obj["rules"])))
+		default:
+			for _, spec := range podSpecs(obj) {
+				if power := podPower(spec); len(power) > 0 {
+					pods = append(pods, fmt.Sprintf("- %s `%s`: %s", obj["kind"], nameOf(obj), strings.Join(power, "; ")))
+				}
+				for _, img := range podImages(spec) {
+					if !slices.Contains(images[img], nameOf(obj)) {
+						images[img] = append(images[img], nameOf(obj))
+					}
+				}
+			}
+		}
+	}
+	b.WriteString("\n**ClusterRoles** (cluster-wide Kubernetes permissions):\n\n")
+	if len(roles) == 0 {
+		roles = []string{"- none"}
+	}
+	b.WriteString(strings.Join(roles, "\n") + "\n")
+	b.WriteString("\n**Privileged or host-level pods:**\n\n")
+	if len(pods) == 0 {
+		pods = []string{"- none"}
+	}
+	b.WriteString(strings.Join(pods, "\n") + "\n")
+	b.WriteString("\n**Fetched at deploy time** (by `pulumi up`, or by the nodes when a pod starts):\n\n")
+	for _, f := range fetched {
+		b.WriteString("- " + f + "\n")
+	}
+	for _, img := range topology.SortedKeys(images) {
+		fmt.Fprintf(&b, "- image `%s` (%s)\n", img, strings.Join(images[img], ", "))
+	}
+	b.WriteString("\n")
+	return b.String(), nil
+}
+
+// rolesTable lists each IAM role: who may assume it, and its managed and inline policies.
+func rolesTable(resources []offline.Resource) string {
+	attached, inline, usedBy := map[string][]string{}, map[string]int{}, map[string][]string{}
+	for _, r := range resources {
+		in := offline.PlainMap(r.Inputs)
+		role, _ := in["role"].(string)
+		switch r.Type {
+		case "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+			arn, _ := in["policyArn"].(string)
+			attached[role] = append(attached[role], arn[strings.LastIndex(arn, "/")+1:])
+		case "aws:iam/rolePolicy:RolePolicy":
+			inline[role]++
+		case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+			sa, _ := in["serviceAccount"].(string)
+			usedBy[r.Name] = append(usedBy[r.Name], sa)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| IAM role | assumed by | policies |\n|---|---|---|\n")
+	for _, r := range resources {
+		if r.Type != "aws:iam/role:Role" {
+			continue
+		}
+		in := offline.PlainMap(r.Inputs)
+		name, _ := in["name"].(string)
+		policies := append([]string{}, attached[name]...)
+		if n := inline[name]; n > 0 {
+			policies = append(policies, fmt.Sprintf("%d inline (its text names ARNs known at deploy; plan.json shows the statements it can)", n))
+		}
+		if len(policies) == 0 {
+			policies = []string{"none"}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, principals(in["assumeRolePolicy"]), strings.Join(policies, ", "))
+	}
+	for _, assoc := range topology.SortedKeys(usedBy) {
+		fmt.Fprintf(&b, "\nEKS Pod Identity `%s` gives a role to the service account `%s`.\n", assoc, strings.Join(usedBy[assoc], "`, `"))
+	}
+	return b.String()
+}
+
+// principals are the services a trust policy lets assume its role.
+func principals(policy any) string {
+	text, _ := policy.(string)
+	var doc struct {
+		Statement []struct {
+			Principal map[string]any
+		}
+	}
+	if json.Unmarshal([]byte(text), &doc) != nil {
+		return "computed at deploy (it names the account)"
+	}
+	var out []string
+	for _, s := range doc.Statement {
+		for kind, v := range s.Principal {
+			out = append(out, fmt.Sprintf("%s %v", kind, v))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func nameOf(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	return name
+}
+
+// rulesText writes RBAC rules as "resources: verbs" lists.
+func rulesText(rules any) string {
+	list, _ := rules.([]any)
+	var out []string
+	for _, r := range list {
+		rule, _ := r.(map[string]any)
+		out = append(out, fmt.Sprintf("%s: %s", joinAny(rule["resources"]), joinAny(rule["verbs"])))
+	}
+	return strings.Join(out, "; ")
+}
+
+func joinAny(v any) string {
+	list, _ := v.([]any)
+	var out []string
+	for _, x := range list {
+		out = append(out, fmt.Sprint(x))
+	}
+	return strings.Join(out, ", ")
+}
+
+// podSpecs are the pod specs an object holds, at any depth (a DaemonSet's template, an MPIJob's
+// replica templates).
+func podSpecs(v any) []map[string]any {
+	var out []map[string]any
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["containers"]; ok {
+			return []map[string]any{x}
+		}
+		for _, k := range topology.SortedKeys(x) {
+			out = append(out, podSpecs(x[k])...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, podSpecs(e)...)
+		}
+	}
+	return out
+}
+
+// podPower is what a pod spec may do beyond an ordinary container.
+func podPower(spec map[string]any) []string {
+	var out []string
+	for _, k := range []string{"hostNetwork", "hostPID", "hostIPC"} {
+		if spec[k] == true {
+			out = append(out, k)
+		}
+	}
+	vols, _ := spec["volumes"].([]any)
+	for _, v := range vols {
+		vol, _ := v.(map[string]any)
+		if hp, ok := vol["hostPath"].(map[string]any); ok {
+			out = append(out, fmt.Sprintf("host path %v", hp["path"]))
+		}
+	}
+	containers, _ := spec["containers"].([]any)
+	for _, c := range containers {
+		ctr, _ := c.(map[string]any)
+		sc, _ := ctr["securityContext"].(map[string]any)
+		if sc["privileged"] == true {
+			out = append(out, "privileged")
+		}
+		if caps, ok := sc["capabilities"].(map[string]any); ok && caps["add"] != nil {
+			out = append(out, "adds "+joinAny(caps["add"]))
+		}
+		if fmt.Sprint(ctr["command"], ctr["args"]) != "" && strings.Contains(fmt.Sprint(ctr["command"], ctr["args"]), "apt-get") {
+			out = append(out, "installs packages at start (apt-get): its node needs egress to the image's package mirrors")
+		}
+	}
+	return out
+}
+
+func podImages(spec map[string]any) []string {
+	var out []string
+	for _, key := range []string{"initContainers", "containers"} {
+		list, _ := spec[key].([]any)
+		for _, c := range list {
+			ctr, _ := c.(map[string]any)
+			if img, ok := ctr["image"].(string); ok {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
+}

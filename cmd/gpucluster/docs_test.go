@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/internal/preflight"
 )
 
 // fence is one fenced block of a document: its info string ("sh", "sh cluster", "yaml", "") and
@@ -215,4 +218,53 @@ func runShownOutputs(t *testing.T, root, text string) int {
 		i = j - 1
 	}
 	return ran
+}
+
+// TestDocumentedVersionsAreThePins: every version README.md and docs/ state for a pinned
+// dependency is the pin itself (go.mod, or the constant the code uses), so a bump that forgets a
+// page fails here instead of leaving the page stale.
+func TestDocumentedVersionsAreThePins(t *testing.T) {
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := func(module string) string {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(module) + ` v(\S+)`).FindStringSubmatch(string(gomod))
+		if m == nil {
+			t.Fatalf("go.mod does not require %s", module)
+		}
+		return m[1]
+	}
+	kube := pin("k8s.io/api") // v0.34.1 is Kubernetes v1.34.1
+	kube = "1" + strings.TrimPrefix(kube, "0")
+	pins := []struct {
+		what    *regexp.Regexp
+		version string
+	}{
+		{regexp.MustCompile("(?:pulumi-eks|`eks`) v(\\d+\\.\\d+\\.\\d+)"), pin("github.com/pulumi/pulumi-eks/sdk/v2")},
+		{regexp.MustCompile("(?:pulumi-aws|`aws`) v(\\d+\\.\\d+\\.\\d+)"), pin("github.com/pulumi/pulumi-aws/sdk/v6")},
+		{regexp.MustCompile("(?:pulumi-kubernetes|`kubernetes`) v(\\d+\\.\\d+\\.\\d+)"), pin("github.com/pulumi/pulumi-kubernetes/sdk/v4")},
+		{regexp.MustCompile("kube-(?:apiserver|scheduler) v(\\d+\\.\\d+\\.\\d+)"), kube},
+		{regexp.MustCompile("Karpenter v(\\d+\\.\\d+\\.\\d+)"), karpenter.ChartVersion},
+		{regexp.MustCompile("Pulumi CLI (\\d+\\.\\d+\\.\\d+)"), preflight.TestedPulumiVersion},
+	}
+	docs, _ := filepath.Glob("../../docs/*.md")
+	for _, p := range pins {
+		seen := 0
+		for _, doc := range append(docs, "../../README.md") {
+			b, err := os.ReadFile(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range p.what.FindAllStringSubmatch(string(b), -1) {
+				seen++
+				if m[1] != p.version {
+					t.Errorf("%s says %q; the pin is %s", filepath.Base(doc), m[0], p.version)
+				}
+			}
+		}
+		if seen == 0 {
+			t.Errorf("no document states %s", p.what)
+		}
+	}
 }

@@ -27,8 +27,14 @@ const (
 	// kubeconfig's exec plugin (`aws eks get-token`), which needs AWS; the double uses the
 	// server's own admin token instead and takes nothing else from the kubeconfig's user.
 	envToken = "GPUCLUSTER_KUBE_DOUBLE_TOKEN"
-	// envAwait bounds every await (the real provider's default is 10 minutes).
+	// envAwait bounds every await of readiness (the real provider's default is 10 minutes): the
+	// tests shorten it, so that a pod nothing can place fails in minutes.
 	envAwait = "GPUCLUSTER_KUBE_DOUBLE_AWAIT_SECONDS"
+	// deleteTimeout bounds the wait for a deleted object to be gone: the real provider's default
+	// (10 minutes), never shortened. A deletion is slow, not stuck, on a loaded machine: the
+	// apiextensions server took over 2 minutes to finish a Karpenter CRD's deletion while every
+	// test package ran at once on two cores, and the 120 s await failed a correct destroy.
+	deleteTimeout = 10 * time.Minute
 )
 
 // fieldManager is the server-side apply field manager of every object the double applies.
@@ -169,14 +175,14 @@ func (c *cluster) remove(ctx context.Context, obj *unstructured.Unstructured) er
 		}
 		return err
 	}
-	deadline := time.Now().Add(c.timeout)
+	deadline := time.Now().Add(deleteTimeout)
 	for time.Now().Before(deadline) {
 		if _, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return fmt.Errorf("%s %s was not deleted within %s", obj.GetKind(), qualifiedName(obj), c.timeout)
+	return fmt.Errorf("%s %s was not deleted within %s", obj.GetKind(), qualifiedName(obj), deleteTimeout)
 }
 
 func qualifiedName(obj *unstructured.Unstructured) string {

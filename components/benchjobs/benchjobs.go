@@ -17,8 +17,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// Namespace is where the jobs run (kubectl apply's default).
-const Namespace = "default"
+// Namespace is where the jobs run.
+const Namespace = topology.BenchmarkNamespace
 
 // AnnotationDoNotDisrupt keeps Karpenter from consolidating, expiring or replacing a node while
 // a pod carrying it runs (Karpenter's disruption controls).

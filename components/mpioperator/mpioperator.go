@@ -15,39 +15,51 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// The pinned release: v0.7.0 serves kubeflow.org/v2beta1 with launcherCreationPolicy, which the
-// benchmark's launcher uses to wait for its workers. Image and CRD are the release's own.
+// The pinned release: v0.8.2, the version Kueue integrates with. It serves kubeflow.org/v2beta1
+// with launcherCreationPolicy, which the benchmark's launcher uses to wait for its workers, and
+// watches one namespace when asked (--namespace). Image and CRD are the release's own.
 const (
-	Version = "v0.7.0"
-	Image   = "mpioperator/mpi-operator:0.7.0"
+	Version = "v0.8.2"
+	Image   = "mpioperator/mpi-operator:0.8.2"
 	CRDURL  = "https://raw.githubusercontent.com/kubeflow/mpi-operator/" + Version + "/manifests/base/kubeflow.org_mpijobs.yaml"
 	// Name names the namespace, the controller and its permissions (the release's standalone
 	// overlay: the namespace is also the controller's leader-election lock namespace).
 	Name = "mpi-operator"
 )
 
-// Rule is one rule of the controller's ClusterRole.
+// Rule is one RBAC rule of the controller.
 type Rule struct {
 	APIGroups, Resources, Verbs []string
 }
 
-// Rules are the release's ClusterRole mpi-operator (manifests/base/cluster-role.yaml): what the
-// controller needs to run jobs (pods, services, the launcher Job, the per-job ssh secret and
-// hostfile config map, events, leases) and to read the gang-scheduling objects it may create.
-var Rules = []Rule{
-	{[]string{""}, []string{"configmaps", "secrets", "services"}, []string{"create", "list", "watch", "update"}},
-	{[]string{""}, []string{"pods"}, []string{"create", "get", "list", "watch", "delete", "update", "patch"}},
-	{[]string{""}, []string{"pods/exec"}, []string{"create"}},
-	{[]string{""}, []string{"endpoints"}, []string{"create", "get", "update"}},
-	{[]string{""}, []string{"events"}, []string{"create", "patch"}},
-	{[]string{"batch"}, []string{"jobs"}, []string{"create", "list", "update", "watch"}},
-	{[]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"create", "get"}},
-	{[]string{"kubeflow.org"}, []string{"mpijobs", "mpijobs/finalizers", "mpijobs/status"}, []string{"*"}},
-	{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"*"}},
-	{[]string{"scheduling.incubator.k8s.io", "scheduling.sigs.dev", "scheduling.volcano.sh"}, []string{"queues", "podgroups"}, []string{"*"}},
-	{[]string{"scheduling.x-k8s.io"}, []string{"podgroups"}, []string{"*"}},
-	{[]string{"scheduling.k8s.io"}, []string{"priorityclasses"}, []string{"get", "list", "watch"}},
-}
+// The release grants its controller one ClusterRole (manifests/base/cluster-role.yaml): secrets,
+// pods and pods/exec in every namespace. gpucluster runs it watching only the benchmark jobs'
+// namespace (--namespace) and splits the same rules by where they apply; each rule is one of
+// the release's (a test holds them to it), none is added. Left out: pods/exec (v0.8.2's
+// controller never execs: neither pkg/ nor cmd/ holds an exec call), endpoints (its leader
+// election uses a Lease), customresourcedefinitions (with --namespace it checks the CRD by
+// listing MPIJobs there), and podgroups and queues (gang scheduling is off).
+var (
+	// JobRules hold in the jobs' namespace: what the controller needs to run a job (its pods,
+	// the launcher Job, the per-job ssh secret, hostfile config map and service, events).
+	JobRules = []Rule{
+		{[]string{""}, []string{"configmaps", "secrets", "services"}, []string{"create", "list", "watch", "update"}},
+		{[]string{""}, []string{"pods"}, []string{"create", "get", "list", "watch", "delete", "update", "patch"}},
+		{[]string{""}, []string{"events"}, []string{"create", "patch"}},
+		{[]string{"batch"}, []string{"jobs"}, []string{"create", "list", "update", "watch"}},
+		{[]string{"kubeflow.org"}, []string{"mpijobs", "mpijobs/finalizers", "mpijobs/status"}, []string{"*"}},
+	}
+	// LockRules hold in its own namespace: the leader-election Lease and its events.
+	LockRules = []Rule{
+		{[]string{"coordination.k8s.io"}, []string{"leases"}, []string{"*"}},
+		{[]string{""}, []string{"events"}, []string{"create", "patch"}},
+	}
+	// ClusterRules hold cluster-wide: priority classes, which are cluster-scoped and which its
+	// controller's informers read whatever the namespace.
+	ClusterRules = []Rule{
+		{[]string{"scheduling.k8s.io"}, []string{"priorityclasses"}, []string{"get", "list", "watch"}},
+	}
+)
 
 // Args configure the operator.
 type Args struct {
@@ -96,26 +108,14 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	if err != nil {
 		return nil, err
 	}
-	var rules rbacv1.PolicyRuleArray
-	for _, r := range Rules {
-		rules = append(rules, rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray(r.APIGroups), Resources: pulumi.ToStringArray(r.Resources), Verbs: pulumi.ToStringArray(r.Verbs)})
-	}
-	role, err := rbacv1.NewClusterRole(ctx, name+"-role", &rbacv1.ClusterRoleArgs{Metadata: k8sargs.Metadata(Name, "", args.Labels), Rules: rules}, child...)
-	if err != nil {
-		return nil, err
-	}
-	binding, err := rbacv1.NewClusterRoleBinding(ctx, name+"-binding", &rbacv1.ClusterRoleBindingArgs{
-		Metadata: k8sargs.Metadata(Name, "", args.Labels),
-		RoleRef:  rbacv1.RoleRefArgs{ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("ClusterRole"), Name: pulumi.String(Name)},
-		Subjects: rbacv1.SubjectArray{rbacv1.SubjectArgs{Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(Name), Namespace: pulumi.String(Name)}},
-	}, append(child, pulumi.DependsOn([]pulumi.Resource{role, sa}))...)
+	binding, err := bindRules(ctx, name, args, sa, child)
 	if err != nil {
 		return nil, err
 	}
 	selector := map[string]string{"app.kubernetes.io/name": Name}
 	// The controller must outlive every MPIJob's pods (it deletes them) and run on the system
 	// nodes: it depends on them, on its permissions and on the CRD it watches.
-	deps := append(append([]pulumi.Resource{}, args.Needs...), binding, &crd)
+	deps := append(append(append([]pulumi.Resource{}, args.Needs...), binding...), &crd)
 	o.Controller, err = appsv1.NewDeployment(ctx, name+"-controller", &appsv1.DeploymentArgs{
 		Metadata: k8sargs.Metadata(Name, Name, args.Labels),
 		Spec: appsv1.DeploymentSpecArgs{
@@ -129,7 +129,7 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 					SecurityContext:    &corev1.PodSecurityContextArgs{SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")}},
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name: pulumi.String(Name), Image: pulumi.String(Image),
-						Args: pulumi.ToStringArray([]string{"-alsologtostderr", "--lock-namespace=" + Name}),
+						Args: pulumi.ToStringArray([]string{"-alsologtostderr", "--lock-namespace=" + Name, "--namespace=" + topology.BenchmarkNamespace}),
 						// The image is distroless and needs no file of its own: nobody, read-only.
 						SecurityContext: &corev1.SecurityContextArgs{
 							AllowPrivilegeEscalation: pulumi.Bool(false), ReadOnlyRootFilesystem: pulumi.Bool(true), RunAsNonRoot: pulumi.Bool(true),
@@ -148,4 +148,53 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 		return nil, err
 	}
 	return o, ctx.RegisterResourceOutputs(o, pulumi.Map{"version": o.Version})
+}
+
+// policy is rules as Kubernetes writes them.
+func policy(rules []Rule) rbacv1.PolicyRuleArray {
+	var out rbacv1.PolicyRuleArray
+	for _, r := range rules {
+		out = append(out, rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray(r.APIGroups), Resources: pulumi.ToStringArray(r.Resources), Verbs: pulumi.ToStringArray(r.Verbs)})
+	}
+	return out
+}
+
+// bindRules grants the controller's service account its rules: a Role in the jobs' namespace, a
+// Role in its own, a ClusterRole for what is cluster-scoped. It returns the bindings, which the
+// controller depends on.
+func bindRules(ctx *pulumi.Context, name string, args Args, sa pulumi.Resource, child []pulumi.ResourceOption) ([]pulumi.Resource, error) {
+	subjects := rbacv1.SubjectArray{rbacv1.SubjectArgs{Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(Name), Namespace: pulumi.String(Name)}}
+	var bindings []pulumi.Resource
+	for _, ns := range []struct {
+		suffix, namespace string
+		rules             []Rule
+	}{{"jobs", topology.BenchmarkNamespace, JobRules}, {"lock", Name, LockRules}} {
+		role, err := rbacv1.NewRole(ctx, name+"-"+ns.suffix+"-role", &rbacv1.RoleArgs{Metadata: k8sargs.Metadata(Name, ns.namespace, args.Labels), Rules: policy(ns.rules)},
+			append(child, pulumi.DependsOn([]pulumi.Resource{sa}))...)
+		if err != nil {
+			return nil, err
+		}
+		b, err := rbacv1.NewRoleBinding(ctx, name+"-"+ns.suffix+"-binding", &rbacv1.RoleBindingArgs{
+			Metadata: k8sargs.Metadata(Name, ns.namespace, args.Labels),
+			RoleRef:  rbacv1.RoleRefArgs{ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("Role"), Name: pulumi.String(Name)},
+			Subjects: subjects,
+		}, append(child, pulumi.DependsOn([]pulumi.Resource{role, sa}))...)
+		if err != nil {
+			return nil, err
+		}
+		bindings = append(bindings, b)
+	}
+	role, err := rbacv1.NewClusterRole(ctx, name+"-role", &rbacv1.ClusterRoleArgs{Metadata: k8sargs.Metadata(Name, "", args.Labels), Rules: policy(ClusterRules)}, child...)
+	if err != nil {
+		return nil, err
+	}
+	b, err := rbacv1.NewClusterRoleBinding(ctx, name+"-binding", &rbacv1.ClusterRoleBindingArgs{
+		Metadata: k8sargs.Metadata(Name, "", args.Labels),
+		RoleRef:  rbacv1.RoleRefArgs{ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("ClusterRole"), Name: pulumi.String(Name)},
+		Subjects: subjects,
+	}, append(child, pulumi.DependsOn([]pulumi.Resource{role, sa}))...)
+	if err != nil {
+		return nil, err
+	}
+	return append(bindings, b), nil
 }

@@ -7,6 +7,10 @@ import (
 // KeyBenchmarks enables the benchmark jobs of a stack: {enabled, trainingCommand}.
 const KeyBenchmarks = ConfigNamespace + ":benchmarks"
 
+// BenchmarkNamespace is where the benchmark and training jobs run (kubectl apply's default), and
+// the one namespace the MPI operator watches.
+const BenchmarkNamespace = "default"
+
 // BenchmarkSettings are the stack's benchmark settings.
 type BenchmarkSettings struct {
 	// Enabled installs the MPI operator and derives each pool's benchmark jobs.

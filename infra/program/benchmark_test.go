@@ -1,7 +1,6 @@
 package program
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,8 +56,19 @@ func TestMPIOperator(t *testing.T) {
 			upstream = append(upstream, mpioperator.Rule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs})
 		}
 	}
-	if fmt.Sprint(upstream) != fmt.Sprint(mpioperator.Rules) {
-		t.Errorf("the controller's rules differ from the release's ClusterRole:\n got  %v\n want %v", mpioperator.Rules, upstream)
+	// Every rule gpucluster grants is one of the release's, narrowed to where it applies; none
+	// lets the controller read secrets or exec into pods outside the jobs' namespace.
+	for _, set := range [][]mpioperator.Rule{mpioperator.JobRules, mpioperator.LockRules, mpioperator.ClusterRules} {
+		for _, r := range set {
+			if !slices.ContainsFunc(upstream, func(u mpioperator.Rule) bool { return covers(u, r) }) {
+				t.Errorf("rule %v is not one of the release's ClusterRole %v", r, upstream)
+			}
+		}
+	}
+	for _, r := range mpioperator.ClusterRules {
+		if slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "pods/exec") || slices.Contains(r.Resources, "pods") {
+			t.Errorf("cluster-wide rule %v", r)
+		}
 	}
 
 	for _, file := range stackFiles(t) {
@@ -77,6 +87,29 @@ func TestMPIOperator(t *testing.T) {
 		}
 		pod := dep.Input("spec").(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 		c := pod["containers"].([]any)[0].(map[string]any)
+		if !slices.Contains(c["args"].([]any), any("--namespace="+topology.BenchmarkNamespace)) {
+			t.Errorf("%s: the operator watches every namespace: %v", filepath.Base(file), c["args"])
+		}
+		// The component grants the rules where they apply: Roles in the jobs' and its own namespace.
+		for kind, want := range map[string]map[string][]mpioperator.Rule{
+			"kubernetes:rbac.authorization.k8s.io/v1:Role":        {topology.BenchmarkNamespace: mpioperator.JobRules, mpioperator.Name: mpioperator.LockRules},
+			"kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": {"": mpioperator.ClusterRules},
+		} {
+			got := map[string]int{}
+			for _, r := range ev.ofType(kind) {
+				meta := r.Input("metadata").(map[string]any)
+				if meta["name"] != mpioperator.Name {
+					continue
+				}
+				ns, _ := meta["namespace"].(string)
+				got[ns] = len(r.Input("rules").([]any))
+			}
+			for ns, rules := range want {
+				if got[ns] != len(rules) {
+					t.Errorf("%s: %s mpi-operator in %q has %d rules, want %d", filepath.Base(file), kind, ns, got[ns], len(rules))
+				}
+			}
+		}
 		if str(pod["nodeSelector"]) != str(map[string]any{topology.LabelPool: topology.SystemPool}) || c["image"] != mpioperator.Image ||
 			c["securityContext"].(map[string]any)["readOnlyRootFilesystem"] != true {
 			t.Errorf("%s: operator pod %v", filepath.Base(file), pod)
@@ -94,14 +127,8 @@ var (
 // operator, all of the releases the project pins.
 func startControllers(s *kubeapi.Server) error {
 	controllersOnce.Do(func() {
-		// The operator's leader-election lock lives in its namespace.
-		err := s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": mpioperator.Name}})
-		var rejected *kubeapi.RejectedError
-		if err != nil && !(errors.As(err, &rejected) && rejected.Code == 409) {
-			controllersErr = err
-			return
-		}
-		for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartMPIOperator} {
+		// The MPI operator runs per stack namespace (startMPIOperator), as deployed: one namespace.
+		for _, start := range []func() error{s.StartScheduler, s.StartJobController} {
 			if controllersErr = start(); controllersErr != nil {
 				return
 			}
@@ -168,6 +195,9 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 	}
 	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": ns}}))
+	stop, err := startMPIOperator(s, ns)
+	must(err)
+	defer stop()
 	nodePool := map[string]string{}
 	var applied []map[string]any
 	// Afterwards nothing of this stack may take a later stack's nodes, nor its pods run on them.
@@ -225,6 +255,51 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 	}
 }
 
+// startMPIOperator runs the MPI operator for one namespace with exactly the permissions gpucluster
+// grants it (mpioperator's JobRules and LockRules as Roles, ClusterRules as a ClusterRole, bound
+// to its service account), its lock in that namespace too, and its service account's token: a
+// rule missing from them leaves the MPIJobs without pods, and the test fails.
+func startMPIOperator(s *kubeapi.Server, ns string) (func(), error) {
+	meta := func(name, namespace string) map[string]any {
+		m := map[string]any{"name": name}
+		if namespace != "" {
+			m["namespace"] = namespace
+		}
+		return m
+	}
+	rules := func(rs []mpioperator.Rule) []any {
+		var out []any
+		for _, r := range rs {
+			out = append(out, map[string]any{"apiGroups": r.APIGroups, "resources": r.Resources, "verbs": r.Verbs})
+		}
+		return out
+	}
+	subjects := []any{map[string]any{"kind": "ServiceAccount", "name": mpioperator.Name, "namespace": ns}}
+	cluster := mpioperator.Name + "-" + ns // cluster-scoped: one per test namespace
+	objs := []map[string]any{
+		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(mpioperator.Name, ns)},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(mpioperator.Name+"-jobs", ns), "rules": rules(mpioperator.JobRules)},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(mpioperator.Name+"-lock", ns), "rules": rules(mpioperator.LockRules)},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(cluster, ""), "rules": rules(mpioperator.ClusterRules)},
+	}
+	for _, role := range []string{mpioperator.Name + "-jobs", mpioperator.Name + "-lock"} {
+		objs = append(objs, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(role, ns),
+			"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role}, "subjects": subjects})
+	}
+	objs = append(objs, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(cluster, ""),
+		"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster}, "subjects": subjects})
+	for _, obj := range objs {
+		if err := s.Create(obj); err != nil {
+			return nil, err
+		}
+	}
+	token, err := s.ServiceAccountToken(ns, mpioperator.Name)
+	if err != nil {
+		return nil, err
+	}
+	return s.StartMPIOperator(ns, ns, token)
+}
+
 // checkPlaced waits for a controller's n pods and checks where the scheduler put them: all
 // bound, on the pool's nodes, the pool's pods per node on each.
 func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, pool topology.PoolSpec, nodePool map[string]string) []kubeapi.Pod {
@@ -262,4 +337,17 @@ func node(name string, labels map[string]string, taints []topology.Taint, alloca
 		ts = append(ts, map[string]any{"key": t.Key, "value": t.Value, "effect": t.Effect})
 	}
 	return kubeapi.Node(name, labels, ts, allocatable)
+}
+
+// covers says whether a release rule grants everything r grants.
+func covers(release, r mpioperator.Rule) bool {
+	all := func(have, want []string) bool {
+		for _, w := range want {
+			if !slices.Contains(have, w) && !slices.Contains(have, "*") {
+				return false
+			}
+		}
+		return true
+	}
+	return all(release.APIGroups, r.APIGroups) && all(release.Resources, r.Resources) && all(release.Verbs, r.Verbs)
 }

@@ -57,7 +57,7 @@ const (
 )
 
 // MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
-const MPIOperatorVersion = "v0.7.0"
+const MPIOperatorVersion = "v0.8.2"
 
 // KarpenterModuleDir is where the pinned Karpenter AWS provider lies in the module cache: the
 // one place gpucluster fetches it, for its CRDs (the test API server) and its generated data

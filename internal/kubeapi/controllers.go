@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // StartScheduler runs a real kube-scheduler (the same Kubernetes release as the API server)
@@ -42,31 +43,53 @@ func (s *Server) StartAppControllers() error {
 // no flag to move it.
 const mpiOperatorHealthPort = 8080
 
-// StartMPIOperator runs the MPI operator release whose CRD the server serves: MPIJobs get their
-// worker pods, their launcher Job, ssh secret and hostfile as in a cluster. It elects itself
-// leader through a Lease in the mpi-operator namespace, which must exist. Its fixed health port
-// allows one operator per machine: test processes take turns (a lock file in the temporary
-// directory, whatever their cache, held until Stop), and a port taken by another program is an
-// error that says so.
-func (s *Server) StartMPIOperator() error {
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("gpucluster-port-%d.lock", mpiOperatorHealthPort)), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
+// StartMPIOperator runs the MPI operator release whose CRD the server serves, as gpucluster
+// deploys it: watching only namespace (--namespace), electing itself leader through a Lease in
+// lockNamespace, with the permissions of the service account whose token it is given (not the
+// harness's admin), so that the Roles gpucluster grants it are what make its MPIJobs get their
+// worker pods, launcher Job, ssh secret and hostfile. It returns a function that stops it. Its
+// fixed health port allows one operator per machine: test processes take turns (a lock file in
+// the temporary directory, whatever their cache, held until Stop), and a port taken by another
+// program is an error that says so.
+func (s *Server) StartMPIOperator(namespace, lockNamespace, token string) (stop func(), err error) {
+	if !s.mpiPortHeld {
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("gpucluster-port-%d.lock", mpiOperatorHealthPort)), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, err
+		}
+		s.locks = append(s.locks, lock)
+		s.mpiPortHeld = true
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		lock.Close()
-		return err
+	// The previous operator may still be releasing the port.
+	var l net.Listener
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if l, err = net.Listen("tcp", fmt.Sprintf(":%d", mpiOperatorHealthPort)); err == nil || time.Now().After(deadline) {
+			break
+		}
 	}
-	s.locks = append(s.locks, lock)
-	l, err := net.Listen("tcp", fmt.Sprintf(":%d", mpiOperatorHealthPort))
 	if err != nil {
-		return fmt.Errorf("the MPI operator %s serves its health check on port %d, which another program holds (%v): free it to run these tests",
+		return nil, fmt.Errorf("the MPI operator %s serves its health check on port %d, which another program holds (%v): free it to run these tests",
 			MPIOperatorVersion, mpiOperatorHealthPort, err)
 	}
 	l.Close()
-	return s.runClient(MPIOperatorBuild, "mpi-operator", func(kubeconfig string) []string {
-		return []string{"--kubeConfig=" + kubeconfig, "--lock-namespace=mpi-operator", "--v=1"}
-	})
+	bin, err := binary(MPIOperatorBuild)
+	if err != nil {
+		return nil, err
+	}
+	name := "mpi-operator-" + namespace
+	kubeconfig, err := s.tokenKubeconfig(name, token)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.start(name, bin, "--kubeConfig="+kubeconfig, "--namespace="+namespace, "--lock-namespace="+lockNamespace, "--v=1")
+	if err != nil {
+		return nil, err
+	}
+	return func() { s.stopProcess(p) }, nil
 }
 
 // runClient builds (or reuses) a build module's binary and runs it as a client of the server.
@@ -80,6 +103,20 @@ func (s *Server) runClient(build, name string, args func(kubeconfig string) []st
 		return err
 	}
 	return s.run(name, bin, args(kubeconfig)...)
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates with a bearer token (a service
+// account's): a client that has only the permissions RBAC grants that account.
+func (s *Server) tokenKubeconfig(name, token string) (string, error) {
+	path := filepath.Join(s.dir, name+".kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: %s, user: {token: %q}}]
+contexts: [{name: test, context: {cluster: test, user: %s}}]
+current-context: test
+`, s.URL, name, token, name)
+	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }
 
 // kubeconfig writes (once) a kubeconfig for the harness's own clients: the admin token over

@@ -33,6 +33,8 @@ type Server struct {
 	dir   string
 	procs []*process
 	locks []*os.File // held while the server runs (the MPI operator's fixed port)
+	// mpiPortHeld: this server holds the MPI operator's port lock (its operators take turns).
+	mpiPortHeld bool
 
 	mu        sync.Mutex
 	resources map[string]apiResource // "group/version/Kind" → resource
@@ -142,29 +144,28 @@ func start(withCRDs bool) (*Server, error) {
 // Stop ends the processes and removes their data.
 func (s *Server) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
+		s.procs[i].terminate()
 	}
 	s.procs = nil
 	for _, l := range s.locks {
 		l.Close() // releases the flock
 	}
-	s.locks = nil
+	s.locks, s.mpiPortHeld = nil, false
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}
 }
 
 func (s *Server) run(name, bin string, args ...string) error {
+	_, err := s.start(name, bin, args...)
+	return err
+}
+
+// start runs a program beside the server, logging to <name>.log, until Stop or stopProcess.
+func (s *Server) start(name, bin string, args ...string) (*process, error) {
 	log, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -172,12 +173,29 @@ func (s *Server) run(name, bin string, args ...string) error {
 	// timeout skips Stop): a crashed test must not leave servers running into the next one.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); log.Close(); close(p.done) }()
 	s.procs = append(s.procs, p)
-	return nil
+	return p, nil
+}
+
+// stopProcess stops one program started beside the server.
+func (s *Server) stopProcess(p *process) {
+	p.terminate()
+	s.procs = slices.DeleteFunc(s.procs, func(q *process) bool { return q == p })
+}
+
+// terminate ends a process: SIGTERM, then SIGKILL after 10 s.
+func (p *process) terminate() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 func (s *Server) logTail(name string) string {

@@ -300,9 +300,13 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"| `karpenter-p5-karpenter-node` | Service ec2.amazonaws.com | AmazonEC2ContainerRegistryReadOnly, AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy |",
 		"EKS Pod Identity `karpenter-p5-karpenter` gives a role to the service account `karpenter`.",
 		"- `nvidia-fabricmanager`: nodes: patch",
+		// the MPI operator: cluster-wide only what is cluster-scoped; jobs and lease in their namespaces
+		"- `mpi-operator`: priorityclasses: get, list, watch",
+		"- `mpi-operator` in namespace `default`: configmaps, secrets, services: create, list, watch, update;",
+		"- `mpi-operator` in namespace `mpi-operator`: leases: *; events: create, patch",
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
 		"- DaemonSet `nvidia-fabricmanager-gate`: hostNetwork; installs packages at start (apt-get)",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
-		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.7.0/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
+		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.17.1` (nvidia-device-plugin)")
 }

@@ -79,7 +79,7 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 			}
 		}
 	})
-	var roles, pods, fetched []string
+	var roles, nsRoles, pods, fetched []string
 	images := map[string][]string{}
 	for _, p := range paths {
 		var obj map[string]any
@@ -94,6 +94,9 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 			fetched = append(fetched, fmt.Sprintf("`%v`, applied as is", obj["file"]))
 		case obj["kind"] == "ClusterRole":
 			roles = append(roles, fmt.Sprintf("- `%s`: %s", nameOf(obj), rulesText(obj["rules"])))
+		case obj["kind"] == "Role":
+			meta, _ := obj["metadata"].(map[string]any)
+			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`: %s", nameOf(obj), meta["namespace"], rulesText(obj["rules"])))
 		default:
 			for _, spec := range podSpecs(obj) {
 				if power := podPower(spec); len(power) > 0 {
@@ -112,6 +115,9 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 		roles = []string{"- none"}
 	}
 	b.WriteString(strings.Join(roles, "\n") + "\n")
+	if len(nsRoles) > 0 {
+		b.WriteString("\n**Roles** (permissions within one namespace):\n\n" + strings.Join(nsRoles, "\n") + "\n")
+	}
 	b.WriteString("\n**Privileged or host-level pods:**\n\n")
 	if len(pods) == 0 {
 		pods = []string{"- none"}

@@ -1,8 +1,8 @@
 module gpucluster.test/crds
 
-go 1.25.0
+go 1.26.6
 
 require (
 	github.com/aws/karpenter-provider-aws v1.14.1
-	github.com/kubeflow/mpi-operator v0.7.0
+	github.com/kubeflow/mpi-operator v0.8.2
 )

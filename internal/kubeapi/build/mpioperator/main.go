@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	klog.InitFlags(nil)
+	// The options package registers klog's flags itself (its init, since v0.8).
 	opts := options.NewServerOption()
 	opts.AddFlags(flag.CommandLine)
 	flag.Parse()

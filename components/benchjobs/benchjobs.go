@@ -123,6 +123,8 @@ func NCCLTest(stack topology.StackSpec, pool topology.PoolSpec) any {
 	}
 }
 
+var noToken = false
+
 // launcher runs mpirun on a system node: it needs no GPU, and keeps none from a worker.
 func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]string) corev1.PodTemplateSpec {
 	var env []corev1.EnvVar
@@ -133,7 +135,10 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: jobLabels(pool, labels)},
 		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{topology.LabelPool: topology.SystemPool},
+			// mpirun reaches the workers by ssh; the MPI operator, not the launcher, watches the
+			// job: no service-account token is mounted.
+			AutomountServiceAccountToken: &noToken,
+			NodeSelector:                 map[string]string{topology.LabelPool: topology.SystemPool},
 			Containers: []corev1.Container{{
 				Name: "launcher", Image: j.Image, Command: j.Command, Env: env,
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: corev1.ResourceList{corev1.ResourceMemory: res[corev1.ResourceMemory]}},

@@ -41,11 +41,14 @@ func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(pool, labels)},
 		Spec: corev1.PodSpec{
-			HostIPC:      pod.HostIPC,
-			HostNetwork:  pod.HostNetwork,
-			DNSPolicy:    corev1.DNSPolicy(pod.DNSPolicy),
-			NodeSelector: pod.NodeSelector,
-			Tolerations:  tolerations,
+			// Nothing in a training pod calls the Kubernetes API (torchrun meets its ranks over the
+			// job's Service; mpirun reaches the workers by ssh): no service-account token is mounted.
+			AutomountServiceAccountToken: ptr(false),
+			HostIPC:                      pod.HostIPC,
+			HostNetwork:                  pod.HostNetwork,
+			DNSPolicy:                    corev1.DNSPolicy(pod.DNSPolicy),
+			NodeSelector:                 pod.NodeSelector,
+			Tolerations:                  tolerations,
 			Containers: []corev1.Container{{
 				Name:  ContainerName,
 				Image: image,
@@ -62,6 +65,8 @@ func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.
 		},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // AsMap is the template as plain JSON values, for a stack output.
 func AsMap(t corev1.PodTemplateSpec) (map[string]any, error) { return jsonmap.Of(t) }

@@ -17,7 +17,8 @@ func TestTemplateFollowsTheSpec(t *testing.T) {
 	}
 	tpl := For(spec, "example.com/train:1", map[string]string{"gpucluster.io/owner": "ml-team"})
 	pod, c := tpl.Spec, tpl.Spec.Containers[0]
-	if !pod.HostIPC || pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirst || pod.NodeSelector[topology.LabelPool] != "gpu" {
+	if !pod.HostIPC || pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirst || pod.NodeSelector[topology.LabelPool] != "gpu" ||
+		pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("pod shape %+v", pod)
 	}
 	if gpu, efa := c.Resources.Limits["nvidia.com/gpu"], c.Resources.Limits["vpc.amazonaws.com/efa"]; gpu.Value() != 1 || efa.Value() != 1 {

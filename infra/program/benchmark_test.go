@@ -16,6 +16,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/k8sobj"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 )
 
@@ -229,6 +230,12 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		objs, err := benchjobs.Objects(spec, p)
 		must(err)
 		for _, obj := range objs {
+			// No pod of a job mounts a service-account token: none calls the API.
+			for _, spec := range k8sobj.PodSpecs(obj) {
+				if spec["automountServiceAccountToken"] != false {
+					t.Errorf("%s %v: a pod mounts a service-account token it never uses", obj["kind"], obj["metadata"])
+				}
+			}
 			obj["metadata"].(map[string]any)["namespace"] = ns
 			must(s.Create(obj))
 			applied = append(applied, obj)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/k8sobj"
 )
 
 // inventorySection lists every resource the plan registers, grouped by the gpucluster component
@@ -98,7 +99,7 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 			meta, _ := obj["metadata"].(map[string]any)
 			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`: %s", nameOf(obj), meta["namespace"], rulesText(obj["rules"])))
 		default:
-			for _, spec := range podSpecs(obj) {
+			for _, spec := range k8sobj.PodSpecs(obj) {
 				if power := podPower(spec); len(power) > 0 {
 					pods = append(pods, fmt.Sprintf("- %s `%s`: %s", obj["kind"], nameOf(obj), strings.Join(power, "; ")))
 				}
@@ -219,26 +220,6 @@ func joinAny(v any) string {
 		out = append(out, fmt.Sprint(x))
 	}
 	return strings.Join(out, ", ")
-}
-
-// podSpecs are the pod specs an object holds, at any depth (a DaemonSet's template, an MPIJob's
-// replica templates).
-func podSpecs(v any) []map[string]any {
-	var out []map[string]any
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["containers"]; ok {
-			return []map[string]any{x}
-		}
-		for _, k := range topology.SortedKeys(x) {
-			out = append(out, podSpecs(x[k])...)
-		}
-	case []any:
-		for _, e := range x {
-			out = append(out, podSpecs(e)...)
-		}
-	}
-	return out
 }
 
 // podPower is what a pod spec may do beyond an ordinary container.

@@ -37,28 +37,21 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 
 func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [-o table|json|yaml]", stdout, stderr).withOutput()
-	var logs logFlag
-	c.fs.Var(&logs, "log", "the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs")
-	stack := c.fs.String("stack", "", "judge against a pool of this stack (stacks/Pulumi.<stack>.yaml)")
-	poolName := c.fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
-	profile := c.fs.String("profile", "", "judge against this built-in profile")
+	j := c.withJob("the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs", "judge against")
 	test := c.fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
 	nodes := c.fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
-	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--log " + a }); !ok {
-		return code
-	}
-	if code, ok := c.jobArgs(logs, *stack, *poolName, *profile); !ok {
+	if code, ok := c.parseJob(args, j); !ok {
 		return code
 	}
 	if *nodes < 0 {
 		return c.fail("--nodes %d: give the number of nodes the run spanned (1 or more)", *nodes)
 	}
 	// What the job is compared with is part of the command line: checked before any log is read.
-	pool, against, code, ok := c.expectation(*stack, *poolName, *profile)
+	pool, against, code, ok := c.expectation(*j.stack, *j.pool, *j.profile)
 	if !ok {
 		return code
 	}
-	job, err := readLogs(logs)
+	job, err := readLogs(j.logs)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
 		return exitUnreadable

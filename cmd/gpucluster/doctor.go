@@ -17,27 +17,20 @@ var stdin io.Reader = os.Stdin
 
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("doctor", "doctor --log FILE|DIR [--log FILE…] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME] [-o table|json|yaml]", stdout, stderr).withOutput()
-	var logs logFlag
-	c.fs.Var(&logs, "log", "NCCL_DEBUG=INFO log of the job ('-' reads stdin); repeat it, or name a directory, for every pod's log")
+	j := c.withJob("NCCL_DEBUG=INFO log of the job ('-' reads stdin); repeat it, or name a directory, for every pod's log", "compare with")
 	topoFile := c.fs.String("topo", "", "output of `nvidia-smi topo -m` on a node ('-' reads stdin)")
-	stack := c.fs.String("stack", "", "compare with a pool of this stack (stacks/Pulumi.<stack>.yaml)")
-	poolName := c.fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
-	profile := c.fs.String("profile", "", "compare with this built-in profile")
-	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--log " + a }); !ok {
+	if code, ok := c.parseJob(args, j); !ok {
 		return code
 	}
-	if code, ok := c.jobArgs(logs, *stack, *poolName, *profile); !ok {
-		return code
-	}
-	if slices.Contains(logs, "-") && *topoFile == "-" {
+	if slices.Contains(j.logs, "-") && *topoFile == "-" {
 		return c.fail("--log - and --topo - both read stdin: give one of them as a file")
 	}
 	// What the job is compared with is part of the command line: checked before any log is read.
-	pool, against, code, ok := c.expectation(*stack, *poolName, *profile)
+	pool, against, code, ok := c.expectation(*j.stack, *j.pool, *j.profile)
 	if !ok {
 		return code
 	}
-	job, err := readLogs(logs)
+	job, err := readLogs(j.logs)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster doctor: %v\n", err)
 		return exitUnreadable
@@ -97,15 +90,36 @@ func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 	return parse(f)
 }
 
-// jobArgs checks what doctor and bench report share on their command line: logs, and one
-// thing to compare the job with.
-func (c *cli) jobArgs(logs []string, stack, pool, profile string) (int, bool) {
+// jobFlags are what doctor and bench report share on their command line: the job's logs, and
+// one thing to compare the job with.
+type jobFlags struct {
+	logs                 logFlag
+	stack, pool, profile *string
+}
+
+// withJob registers the job's flags: logHelp says what --log reads, compare how a stack's pool
+// or a profile is used ("compare with", "judge against").
+func (c *cli) withJob(logHelp, compare string) *jobFlags {
+	j := &jobFlags{}
+	c.fs.Var(&j.logs, "log", logHelp)
+	j.stack = c.fs.String("stack", "", compare+" a pool of this stack (stacks/Pulumi.<stack>.yaml)")
+	j.pool = c.fs.String("pool", "", "with --stack: the pool the job ran on (default the stack's first)")
+	j.profile = c.fs.String("profile", "", compare+" this built-in profile")
+	return j
+}
+
+// parseJob parses a job command's line (flags only: a bare argument was meant for --log) and
+// checks the job's flags.
+func (c *cli) parseJob(args []string, j *jobFlags) (int, bool) {
+	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--log " + a }); !ok {
+		return code, false
+	}
 	switch {
-	case len(logs) == 0:
+	case len(j.logs) == 0:
 		return c.fail("give the job's log with --log FILE (or a directory of every pod's log, or - for stdin)"), false
-	case stack != "" && profile != "":
+	case *j.stack != "" && *j.profile != "":
 		return c.fail("--stack and --profile both name what the job is compared with: give one"), false
-	case pool != "" && stack == "":
+	case *j.pool != "" && *j.stack == "":
 		return c.fail("--pool names a pool of a stack: give --stack too"), false
 	}
 	return 0, true

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Exit codes, the same for every command: one table, printed by --help and in README.md
+// Exit codes, the same for every command: one table, printed by --help and in docs/cli.md
 // ("Exit codes"), and held to both by TestExitCodesAreOneTable.
 const (
 	exitOK         = 0
@@ -36,7 +36,7 @@ func exitCodeText() string {
 	return b.String()
 }
 
-// exitCodeMarkdown is the table as README.md shows it.
+// exitCodeMarkdown is the table as docs/cli.md shows it.
 func exitCodeMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| exit | meaning |\n|---:|---|\n")

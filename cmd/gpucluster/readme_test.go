@@ -24,7 +24,7 @@ func docText(t *testing.T, path string) string {
 	return string(b)
 }
 
-// section returns the README text from a "## title" heading to the next "## " heading.
+// section returns a document's text from a "## title" heading to the next "## " heading.
 func section(t *testing.T, doc, title string) string {
 	t.Helper()
 	start := strings.Index(doc, "\n## "+title+"\n")
@@ -40,7 +40,7 @@ func section(t *testing.T, doc, title string) string {
 
 var firstCell = regexp.MustCompile("(?m)^\\| `([^`]+)`")
 
-// expandBraces turns "a.{b,c}.d" into "a.b.d" and "a.c.d" (the README's shorthand).
+// expandBraces turns "a.{b,c}.d" into "a.b.d" and "a.c.d" (the docs' shorthand).
 func expandBraces(s string) []string {
 	open := strings.Index(s, "{")
 	if open < 0 {
@@ -164,10 +164,10 @@ func compareSets(t *testing.T, what string, actual, documented map[string]bool) 
 	sort.Strings(missing)
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		t.Errorf("README does not document %s(s): %v", what, missing)
+		t.Errorf("the docs do not document %s(s): %v", what, missing)
 	}
 	if len(stale) > 0 {
-		t.Errorf("README documents %s(s) that do not exist: %v", what, stale)
+		t.Errorf("the docs document %s(s) that do not exist: %v", what, stale)
 	}
 }
 
@@ -176,7 +176,7 @@ func TestReadmeNamesEveryDoctorJSONField(t *testing.T) {
 	for _, f := range jsonFields(doctor.Report{}) {
 		parts := strings.Split(strings.ReplaceAll(f.path, "[]", ""), ".")
 		if name := parts[len(parts)-1]; !strings.Contains(doc, "`"+name+"`") && !strings.Contains(doc, "`"+name+"[]`") {
-			t.Errorf("README's doctor section does not name JSON field %s", f.path)
+			t.Errorf("docs/doctor.md does not name JSON field %s", f.path)
 		}
 	}
 }

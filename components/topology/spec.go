@@ -3,7 +3,7 @@ package topology
 import "fmt"
 
 // The derived cluster spec: everything the Pulumi components and the review need, decided here
-// and nowhere else. JSON field names are lowerCamelCase and documented in README.md; they are a
+// and nowhere else. JSON field names are lowerCamelCase and documented in docs/json.md; they are a
 // stable interface (plan.json, `gpucluster profile --json`).
 
 // StackSpec is the derived spec of a whole stack.

@@ -84,7 +84,7 @@ const (
 	VerdictUnknown  = "unknown"
 )
 
-// Report is the doctor's answer (JSON schema in README.md, "gpucluster doctor").
+// Report is the doctor's answer (its JSON fields named in docs/doctor.md).
 type Report struct {
 	NCCLVersion   string       `json:"ncclVersion"`
 	NetPlugin     string       `json:"netPlugin"`

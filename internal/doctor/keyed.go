@@ -129,9 +129,6 @@ func byGate(exprs []*keyedRe) []gateGroup {
 	return out
 }
 
-// matches says whether s holds a match.
-func (k *keyedRe) matches(s string) bool { return k.mayMatch(s) && k.re.MatchString(s) }
-
 // mayBeCUDAError is what every match of cudaErrorRe passes: its case-insensitive "cuda " before
 // error|failure, or " not yet initialized" (whose letters fold only to ASCII; "system"'s s
 // also folds to U+017F, so the test starts after it). The spaces of a line are few: each is

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -58,12 +59,6 @@ func (r *record) find(k *keyedRe) []string {
 	return nil
 }
 
-// failureExprs are read over a record's whole text (a traceback's lines carry no NCCL prefix),
-// on the lines Failures.read looks at; lineExprs on every line. Every other keyed expression
-// reads an NCCL record's message.
-func failureExprs() []*keyedRe { return []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe} }
-func lineExprs() []*keyedRe    { return append(failureExprs(), versionRe) }
-
 // mayReportFailure says whether Failures.read looks at a line by itself: every failure it reads
 // but the watchdog's holds "rror" (the line after "Last error:" is read whatever it holds).
 func mayReportFailure(line string) bool {
@@ -79,22 +74,14 @@ func (r *record) findOnLine(k *keyedRe) []string {
 	return k.find(r.line)
 }
 
+// Over a record's whole text (a traceback's lines carry no NCCL prefix): versionRe on every
+// line, onFailure on the lines Failures.read looks at. Every other keyed expression reads an
+// NCCL record's message, grouped by gate.
 var (
-	onLine    = lineExprs()
-	onFailure = failureExprs()
-	onMsg     = byGate(func() []*keyedRe {
-		line := map[*keyedRe]bool{}
-		for _, k := range onLine {
-			line[k] = true
-		}
-		var out []*keyedRe
-		for _, k := range keyedExprs {
-			if !line[k] {
-				out = append(out, k)
-			}
-		}
-		return out
-	}())
+	onFailure = []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe}
+	onMsg     = byGate(slices.DeleteFunc(slices.Clone(keyedExprs), func(k *keyedRe) bool {
+		return k == versionRe || slices.Contains(onFailure, k)
+	}))
 )
 
 // reading is one worker's state while it reads a batch: where records' hits are kept, and

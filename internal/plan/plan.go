@@ -90,7 +90,7 @@ func protectedPaths(stackFile string) (Protected, error) {
 	return p, nil
 }
 
-// planJSON is plan.json (schema in README.md, "plan.json").
+// planJSON is plan.json (schema in docs/review.md, "plan.json").
 type planJSON struct {
 	Project   string         `json:"project"`
 	Stack     string         `json:"stack"`

@@ -247,7 +247,7 @@ func podPower(spec map[string]any) []string {
 		if caps, ok := sc["capabilities"].(map[string]any); ok && caps["add"] != nil {
 			out = append(out, "adds "+joinAny(caps["add"]))
 		}
-		if fmt.Sprint(ctr["command"], ctr["args"]) != "" && strings.Contains(fmt.Sprint(ctr["command"], ctr["args"]), "apt-get") {
+		if strings.Contains(fmt.Sprint(ctr["command"], ctr["args"]), "apt-get") {
 			out = append(out, "installs packages at start (apt-get): its node needs egress to the image's package mirrors")
 		}
 	}

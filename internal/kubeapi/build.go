@@ -35,9 +35,20 @@ func buildDir(name string) string {
 // when needed.
 func Binary(name string) (string, error) { return binary(name) }
 
+// operatorBuilds are the binaries of the operators build module: one module, so that the
+// Kubernetes libraries they share compile once.
+var operatorBuilds = map[string]string{
+	TrainerBuild: TrainerModule + "/cmd/trainer-controller-manager",
+	JobSetBuild:  JobSetModule,
+	KueueBuild:   KueueModule + "/cmd/kueue",
+}
+
 // binary returns the cached binary of a build module (internal/buildcache).
 func binary(name string) (string, error) {
 	b := buildcache.Build{Name: name, Dir: buildDir(name), Package: "."}
+	if pkg, ok := operatorBuilds[name]; ok {
+		b.Dir, b.Package = buildDir(OperatorsModule), pkg
+	}
 	if name == ControlPlaneBuild {
 		// Stamped as a release build is: unstamped, the server reports v0.0.0-master+$Format:%H$,
 		// which is no semantic version (Helm's .Capabilities.KubeVersion and every client that
@@ -50,11 +61,19 @@ func binary(name string) (string, error) {
 	return buildcache.Binary(b)
 }
 
-// Modules whose CRDs the test server installs, pinned by build/crds/go.mod.
+// Modules whose CRDs the test server installs, pinned by build/crds/go.mod, and by
+// build/operators/go.mod for the controllers the harness builds from them (so that CRDs and
+// controllers are one release).
 const (
 	KarpenterModule   = "github.com/aws/karpenter-provider-aws"
 	MPIOperatorModule = "github.com/kubeflow/mpi-operator"
+	TrainerModule     = "github.com/kubeflow/trainer/v2"
+	JobSetModule      = "sigs.k8s.io/jobset"
+	KueueModule       = "sigs.k8s.io/kueue"
 )
+
+// OperatorsModule is the build module of Kubeflow Trainer, JobSet and Kueue.
+const OperatorsModule = "operators"
 
 // MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
 const MPIOperatorVersion = "v0.8.2"
@@ -64,11 +83,14 @@ const MPIOperatorVersion = "v0.8.2"
 // (prices, bandwidth), all at the same version.
 func KarpenterModuleDir() (string, error) { return ModuleDir(KarpenterModule) }
 
-// ModuleDir is where a module pinned by build/crds/go.mod lies in the module cache. `go mod
-// download` reads the cache when the module is there (then it needs no network: GOPROXY=off
-// works) and the module proxy otherwise, checking build/crds/go.sum either way.
+// ModuleDir is where a module pinned by build/crds/go.mod (or build/operators/go.mod) lies in
+// the module cache. `go mod download` reads the cache when the module is there (then it needs
+// no network: GOPROXY=off works) and the module proxy otherwise, checking go.sum either way.
 func ModuleDir(module string) (string, error) {
 	dir := buildDir("crds")
+	if module == TrainerModule || module == JobSetModule || module == KueueModule {
+		dir = buildDir(OperatorsModule)
+	}
 	download := exec.Command("go", "mod", "download", module)
 	download.Dir = dir
 	if msg, err := download.CombinedOutput(); err != nil {
@@ -83,8 +105,10 @@ func ModuleDir(module string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// crdFiles are the CRD manifests the test server installs: Karpenter's (pkg/apis/crds) and the
-// MPI operator's MPIJob (manifests/base, the file its release applies).
+// crdFiles are the CRD manifests the test server installs: Karpenter's (pkg/apis/crds), the
+// MPI operator's MPIJob (manifests/base, the file its release applies), Kubeflow Trainer's
+// (manifests/base/crds), JobSet's and Kueue's (config/components/crd/bases: the bases, without
+// the conversion webhooks the release patches in; everything here speaks Kueue's storage version).
 func crdFiles() ([]string, error) {
 	karpenter, err := KarpenterModuleDir()
 	if err != nil {
@@ -98,7 +122,29 @@ func crdFiles() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(files, filepath.Join(mpi, "manifests", "base", "kubeflow.org_mpijobs.yaml")), nil
+	files = append(files, filepath.Join(mpi, "manifests", "base", "kubeflow.org_mpijobs.yaml"))
+	trainer, err := ModuleDir(TrainerModule)
+	if err != nil {
+		return nil, err
+	}
+	trainerCRDs, err := filepath.Glob(filepath.Join(trainer, "manifests", "base", "crds", "trainer.kubeflow.org_*.yaml"))
+	if err != nil || len(trainerCRDs) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", trainer)
+	}
+	jobset, err := ModuleDir(JobSetModule)
+	if err != nil {
+		return nil, err
+	}
+	files = append(append(files, trainerCRDs...), filepath.Join(jobset, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"))
+	kueue, err := ModuleDir(KueueModule)
+	if err != nil {
+		return nil, err
+	}
+	kueueCRDs, err := filepath.Glob(filepath.Join(kueue, "config", "components", "crd", "bases", "kueue.x-k8s.io_*.yaml"))
+	if err != nil || len(kueueCRDs) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", kueue)
+	}
+	return append(files, kueueCRDs...), nil
 }
 
 // crds returns the CRD manifests the test server installs.
@@ -118,11 +164,16 @@ func crds() ([][]byte, error) {
 	return out, nil
 }
 
-// Build modules a test may ask for: the control plane and etcd (every server), the MPI operator.
+// Build modules a test may ask for: the control plane and etcd (every server), the MPI
+// operator; and binaries of the operators module: Kubeflow Trainer's controller manager, JobSet,
+// Kueue.
 const (
 	ControlPlaneBuild = "kube"
 	EtcdBuild         = "etcd"
 	MPIOperatorBuild  = "mpioperator"
+	TrainerBuild      = "trainer-controller-manager"
+	JobSetBuild       = "jobset"
+	KueueBuild        = "kueue"
 )
 
 // Prebuild builds the named binaries at once, before a test package's tests: call it from
@@ -133,11 +184,27 @@ func Prebuild(names ...string) error {
 	if os.Getenv(EnvSkip) == "1" && os.Getenv("CI") != "true" {
 		return nil
 	}
-	errs := make(chan error, len(names))
+	// Binaries of one module are built in turn: the second reuses what the first compiled,
+	// where two at once would compile the libraries they share twice.
+	byModule := map[string][]string{}
+	var modules []string
 	for _, name := range names {
+		module := name
+		if _, ok := operatorBuilds[name]; ok {
+			module = OperatorsModule
+		}
+		if byModule[module] == nil {
+			modules = append(modules, module)
+		}
+		byModule[module] = append(byModule[module], name)
+	}
+	errs := make(chan error, len(names))
+	for _, module := range modules {
 		go func() {
-			_, err := binary(name)
-			errs <- err
+			for _, name := range byModule[module] {
+				_, err := binary(name)
+				errs <- err
+			}
 		}()
 	}
 	var first error

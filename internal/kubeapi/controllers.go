@@ -39,6 +39,16 @@ func (s *Server) StartAppControllers() error {
 	})
 }
 
+// StartGarbageCollector runs Kubernetes' own garbage collector (the same release, built and
+// started as kube-controller-manager does; see build/kube): an object whose owners are gone is
+// deleted, so that deleting a job takes its Kueue Workload, JobSet, Jobs and pods with it and
+// Kueue gives its quota to the next job, as in a cluster.
+func (s *Server) StartGarbageCollector() error {
+	return s.runClient(ControlPlaneBuild, "kube-garbage-collector", func(kubeconfig string) []string {
+		return []string{"kube-garbage-collector", "--kubeconfig=" + kubeconfig}
+	})
+}
+
 // mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
 // no flag to move it.
 const mpiOperatorHealthPort = 8080

@@ -35,6 +35,8 @@ type Server struct {
 	locks []*os.File // held while the server runs (the MPI operator's fixed port)
 	// mpiPortHeld: this server holds the MPI operator's port lock (its operators take turns).
 	mpiPortHeld bool
+	// webhookCert is the serving certificate and key (PEM) of the controllers' webhooks.
+	webhookCert [2][]byte
 
 	mu        sync.Mutex
 	resources map[string]apiResource // "group/version/Kind" → resource
@@ -163,11 +165,19 @@ func (s *Server) run(name, bin string, args ...string) error {
 
 // start runs a program beside the server, logging to <name>.log, until Stop or stopProcess.
 func (s *Server) start(name, bin string, args ...string) (*process, error) {
+	return s.startEnv(name, bin, nil, args...)
+}
+
+// startEnv is start with variables added to the test's environment.
+func (s *Server) startEnv(name, bin string, env []string, args ...string) (*process, error) {
 	log, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// The kernel kills the server when the test process dies, however it dies (a panic or a
 	// timeout skips Stop): a crashed test must not leave servers running into the next one.
@@ -331,6 +341,24 @@ func (s *Server) Get(obj map[string]any) (map[string]any, error) {
 	}
 	var out map[string]any
 	return out, json.Unmarshal(body, &out)
+}
+
+// List returns the objects of obj's apiVersion and kind in obj's namespace (all of them for a
+// cluster-scoped kind).
+func (s *Server) List(obj map[string]any) ([]map[string]any, error) {
+	path, err := s.collectionPath(obj)
+	if err != nil {
+		return nil, err
+	}
+	code, body, err := s.do("GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", path, code, body)
+	}
+	var list struct{ Items []map[string]any }
+	return list.Items, json.Unmarshal(body, &list)
 }
 
 func name(obj map[string]any) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/internal/preflight"
 )
 
@@ -247,6 +248,8 @@ func TestDocumentedVersionsAreThePins(t *testing.T) {
 		{regexp.MustCompile("kube-(?:apiserver|scheduler) v(\\d+\\.\\d+\\.\\d+)"), kube},
 		{regexp.MustCompile("Karpenter v(\\d+\\.\\d+\\.\\d+)"), karpenter.ChartVersion},
 		{regexp.MustCompile("Pulumi CLI (\\d+\\.\\d+\\.\\d+)"), preflight.TestedPulumiVersion},
+		{regexp.MustCompile("Kubeflow Trainer v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.Version, "v")},
+		{regexp.MustCompile("JobSet v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.JobSetVersion, "v")},
 	}
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, p := range pins {

@@ -1,12 +1,11 @@
 // Package benchjobs renders a pool's benchmark jobs (topology.PoolBenchmark) as Kubernetes
 // objects: the NCCL all-reduce MPIJob (kubeflow.org/v2beta1, run by the MPI operator) and the
-// torchrun training Job with its headless rendezvous Service. They are not Pulumi resources: a
+// torchrun TrainJob (trainer.kubeflow.org/v1alpha1, run by Kubeflow Trainer). They are not Pulumi resources: a
 // benchmark runs when someone applies it, not at every `pulumi up` (a Job cannot be updated,
 // and Pulumi would wait for it). They are stack outputs and plan-bundle manifests instead.
 package benchjobs
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +23,9 @@ const Namespace = topology.BenchmarkNamespace
 // a pod carrying it runs (Karpenter's disruption controls).
 const AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 
-// LabelJobName is the label the Job controller puts on every pod of a Job (Kubernetes ≥ 1.27).
-const LabelJobName = "batch.kubernetes.io/job-name"
+// LabelJobSetName is the label JobSet puts on every pod of a TrainJob (the Trainer runs each
+// TrainJob as a JobSet of its name): how to find the training pods.
+const LabelJobSetName = "jobset.sigs.k8s.io/jobset-name"
 
 // MPIJob field names of kubeflow.org/v2beta1 that gpucluster writes. The operator's Go types are
 // not imported (they pull its controller, client-go and volcano's APIs); the tests create these
@@ -64,8 +64,7 @@ type replicaSpec struct {
 	Template      corev1.PodTemplateSpec `json:"template"`
 }
 
-// Objects are a pool's benchmark objects in the order they apply (a Service before the pods
-// that resolve it), as plain JSON values; nil when the pool has no benchmark.
+// Objects are a pool's benchmark objects, as plain JSON values; nil when the pool has no benchmark.
 func Objects(stack topology.StackSpec, pool topology.PoolSpec) ([]map[string]any, error) {
 	b := pool.Benchmark
 	if b == nil {
@@ -73,8 +72,7 @@ func Objects(stack topology.StackSpec, pool topology.PoolSpec) ([]map[string]any
 	}
 	values := []any{NCCLTest(stack, pool)}
 	if b.Train != nil {
-		svc, job := Training(stack, pool)
-		values = append(values, svc, job)
+		values = append(values, Training(stack, pool))
 	}
 	var out []map[string]any
 	for _, v := range values {
@@ -147,43 +145,111 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 	}
 }
 
-// Training is the pool's torchrun Job and the headless Service its pods resolve each other by:
-// an Indexed Job names pod i "<job>-i" in the Service's subdomain, so every rank reaches the
-// rendezvous on pod 0 by name.
-func Training(stack topology.StackSpec, pool topology.PoolSpec) (corev1.Service, batchv1.Job) {
+// TrainJob field names of trainer.kubeflow.org/v1alpha1 that gpucluster writes; like the MPIJob,
+// the Trainer's Go types are not imported, and the tests create these objects in a
+// kube-apiserver with the release's CRDs and webhooks.
+type trainJob struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   objectMeta   `json:"metadata"`
+	Spec       trainJobSpec `json:"spec"`
+}
+
+type trainJobSpec struct {
+	RuntimeRef            runtimeRef     `json:"runtimeRef"`
+	ActiveDeadlineSeconds int            `json:"activeDeadlineSeconds"`
+	Trainer               trainer        `json:"trainer"`
+	RuntimePatches        []runtimePatch `json:"runtimePatches"`
+}
+
+type runtimeRef struct {
+	Name string `json:"name"`
+}
+
+type trainer struct {
+	Image            string                      `json:"image"`
+	Command          []string                    `json:"command"`
+	Env              []corev1.EnvVar             `json:"env,omitempty"`
+	NumNodes         int                         `json:"numNodes"`
+	NumProcPerNode   int                         `json:"numProcPerNode"`
+	ResourcesPerNode corev1.ResourceRequirements `json:"resourcesPerNode"`
+}
+
+// runtimePatch is the patch shape of v2.2+ (TrainingRuntimeSpecPatch): per replicated job, the
+// pod template's metadata and the pod fields a manager may set.
+type runtimePatch struct {
+	Manager             string `json:"manager"`
+	TrainingRuntimeSpec struct {
+		Template struct {
+			Spec struct {
+				ReplicatedJobs []replicatedJobPatch `json:"replicatedJobs"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"trainingRuntimeSpec"`
+}
+
+type replicatedJobPatch struct {
+	Name     string `json:"name"`
+	Template struct {
+		Spec struct {
+			Template struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+				Spec     podSpecPatch      `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	} `json:"template"`
+}
+
+type podSpecPatch struct {
+	ServiceAccountName string              `json:"serviceAccountName"`
+	NodeSelector       map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations        []corev1.Toleration `json:"tolerations,omitempty"`
+	Volumes            []corev1.Volume     `json:"volumes"`
+	Containers         []containerPatch    `json:"containers"`
+}
+
+type containerPatch struct {
+	Name            string                  `json:"name"`
+	VolumeMounts    []corev1.VolumeMount    `json:"volumeMounts"`
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+}
+
+// Training is the pool's torchrun run as a Kubeflow Trainer TrainJob on the pool's runtime
+// (topology.TrainingRuntimeFor). The training pod's shape reaches it through the Trainer's own
+// fields (image, command, env, resources per node) and gpucluster's runtime patch (the pod's
+// labels and annotations, node selection, tolerations, /dev/shm, IPC_LOCK and the service
+// account that mounts no token); PET_* come from the Trainer, never from gpucluster.
+func Training(stack topology.StackSpec, pool topology.PoolSpec) any {
 	b := pool.Benchmark
 	t := b.Train
 	labels := stack.Labels()
-	meta := metav1.ObjectMeta{Name: t.Name, Namespace: Namespace, Labels: jobLabels(pool, labels)}
-	svc := corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta,
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{LabelJobName: t.Name},
-			// Ranks resolve pod 0 while it starts, before any readiness.
-			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "rendezvous", Port: topology.RendezvousPort}},
-		},
-	}
 	pod := podtemplate.For(pool, stack.TrainingImage, labels)
-	pod.Spec.Subdomain = t.Service
-	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.Containers[0].Command = t.Command
-	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "rendezvous", ContainerPort: topology.RendezvousPort}}
 	protect(&pod, b)
-	pods := int32(t.Pods)
-	indexed := batchv1.IndexedCompletion
-	noRetry := int32(0) // a lost rank fails the run; torchrun's own restarts are the place to retry
-	deadline, keep := int64(t.DeadlineSeconds), int32(t.KeepFinishedSeconds)
-	job := batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta,
-		Spec: batchv1.JobSpec{
-			Completions: &pods, Parallelism: &pods, CompletionMode: &indexed, BackoffLimit: &noRetry,
-			ActiveDeadlineSeconds: &deadline, TTLSecondsAfterFinished: &keep, Template: pod,
+	c := pod.Spec.Containers[0]
+	var patch runtimePatch
+	patch.Manager = topology.TrainerPatchManager
+	rj := replicatedJobPatch{Name: topology.TrainerReplicatedJob}
+	tpl := &rj.Template.Spec.Template
+	tpl.Metadata = metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}
+	tpl.Spec = podSpecPatch{
+		ServiceAccountName: topology.TrainingServiceAccount,
+		NodeSelector:       pod.Spec.NodeSelector, Tolerations: pod.Spec.Tolerations, Volumes: pod.Spec.Volumes,
+		Containers: []containerPatch{{Name: topology.TrainerContainer, VolumeMounts: c.VolumeMounts, SecurityContext: c.SecurityContext}},
+	}
+	patch.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs = []replicatedJobPatch{rj}
+	return trainJob{
+		APIVersion: topology.TrainerAPIVersion, Kind: "TrainJob",
+		Metadata: objectMeta{Name: t.Name, Namespace: Namespace, Labels: jobLabels(pool, labels)},
+		Spec: trainJobSpec{
+			RuntimeRef:            runtimeRef{Name: t.Runtime},
+			ActiveDeadlineSeconds: t.DeadlineSeconds,
+			Trainer: trainer{
+				Image: stack.TrainingImage, Command: t.Command, Env: c.Env,
+				NumNodes: t.NumNodes, NumProcPerNode: t.ProcsPerNode, ResourcesPerNode: c.Resources,
+			},
+			RuntimePatches: []runtimePatch{patch},
 		},
 	}
-	return svc, job
 }
 
 // protect asks Karpenter not to disrupt a node while the pod runs on it.

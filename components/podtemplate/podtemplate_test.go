@@ -17,7 +17,8 @@ func TestTemplateFollowsTheSpec(t *testing.T) {
 	}
 	tpl := For(spec, "example.com/train:1", map[string]string{"gpucluster.io/owner": "ml-team"})
 	pod, c := tpl.Spec, tpl.Spec.Containers[0]
-	if !pod.HostIPC || pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirst || pod.NodeSelector[topology.LabelPool] != "gpu" ||
+	// One GPU per pod: nothing to share over IPC, so the pod keeps its own namespace.
+	if pod.HostIPC || pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirst || pod.NodeSelector[topology.LabelPool] != "gpu" ||
 		pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("pod shape %+v", pod)
 	}
@@ -48,7 +49,15 @@ func TestTemplateFollowsTheSpec(t *testing.T) {
 		t.Errorf("tolerations %+v", pod.Tolerations)
 	}
 	m, err := AsMap(tpl)
-	if err != nil || m["spec"].(map[string]any)["hostIPC"] != true {
+	if _, set := m["spec"].(map[string]any)["hostIPC"]; err != nil || set {
 		t.Errorf("AsMap %v %v", m, err)
+	}
+	// Eight GPUs per pod share the node's IPC namespace.
+	p, _ = topology.BuiltinProfile("p4d-efa")
+	if spec, err = topology.Derive("gpu", p); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = AsMap(For(spec, "example.com/train:1", nil)); err != nil || m["spec"].(map[string]any)["hostIPC"] != true {
+		t.Errorf("AsMap of a pod of %d GPUs: %v %v", spec.TrainingPod.GPUsPerPod, m, err)
 	}
 }

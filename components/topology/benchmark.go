@@ -59,21 +59,56 @@ type NCCLTestJob struct {
 	Retries int `json:"retries"`
 }
 
-// TrainingJob is torchrun across the pool: one pod per training pod slot, rank 0's pod hosting
-// the c10d rendezvous behind a headless service.
+// TrainingJob is torchrun across the pool as a Kubeflow Trainer TrainJob: one Trainer "node"
+// per training pod (a node holding several pods counts each), each running torchrun with the
+// pod's GPUs as its processes. The Trainer's torch plugin gives every pod PET_NNODES,
+// PET_NPROC_PER_NODE, PET_NODE_RANK and PET_MASTER_ADDR/PORT (pod 0 behind the JobSet's headless
+// Service), which torchrun reads: the command names only the script.
 type TrainingJob struct {
-	Name         string   `json:"name"`
-	Service      string   `json:"service"`
-	Pods         int      `json:"pods"`
-	ProcsPerPod  int      `json:"procsPerPod"`
-	RendezvousAt string   `json:"rendezvousAt"`
-	Command      []string `json:"command"`
-	// JoinTimeoutSeconds bounds how long the first ranks wait for the last (the gang start):
-	// Kubernetes starts the pods together but has no gang scheduler, so torchrun's rendezvous
-	// is what holds the run until every node is in.
-	JoinTimeoutSeconds  int `json:"joinTimeoutSeconds"`
-	DeadlineSeconds     int `json:"deadlineSeconds"`
-	KeepFinishedSeconds int `json:"keepFinishedSeconds"`
+	Name string `json:"name"`
+	// Runtime is the ClusterTrainingRuntime the TrainJob runs on; RuntimeReason says why.
+	Runtime       string   `json:"runtime"`
+	RuntimeReason string   `json:"runtimeReason"`
+	NumNodes      int      `json:"numNodes"`
+	ProcsPerNode  int      `json:"procsPerNode"`
+	Command       []string `json:"command"`
+	// DeadlineSeconds bounds the run from its start (the TrainJob's activeDeadlineSeconds).
+	DeadlineSeconds int `json:"deadlineSeconds"`
+}
+
+// The ClusterTrainingRuntimes training runs on (Kubeflow Trainer's torch ML policy). A runtime
+// patch cannot set hostIPC (v2.3.0's PodSpecPatch has no such field), so the pod shape that
+// needs it has a runtime of its own, the upstream one plus hostIPC.
+const (
+	// TrainingRuntime is the release's torch-distributed runtime (manifests/base/runtimes).
+	TrainingRuntime = "torch-distributed"
+	// TrainingRuntimeHostIPC is torch-distributed with the pods in the node's IPC namespace.
+	TrainingRuntimeHostIPC = "torch-distributed-host-ipc"
+)
+
+// Names of the Kubeflow Trainer API that the TrainJob (benchjobs) and the runtimes (the trainer
+// component) share.
+const (
+	TrainerAPIVersion = "trainer.kubeflow.org/v1alpha1"
+	// TrainerReplicatedJob and TrainerContainer run torchrun: the names the torch plugin looks
+	// for (constants.Node in the release) and the runtime patches target.
+	TrainerReplicatedJob = "node"
+	TrainerContainer     = "node"
+	// TrainerPatchManager owns gpucluster's runtime patch (a patch is keyed by its manager;
+	// Kueue writes its own as kueue.x-k8s.io/manager).
+	TrainerPatchManager = labelDomain + "topology"
+	// TrainingServiceAccount is the training pods' account, in the jobs' namespace: it mounts
+	// no token (nothing in a training pod calls the Kubernetes API), which a runtime patch
+	// cannot say of the pod itself.
+	TrainingServiceAccount = "gpucluster-training"
+)
+
+// TrainingRuntimeFor is the runtime a pool's training pods run on, and why.
+func TrainingRuntimeFor(pod TrainingPodSpec) (string, string) {
+	if pod.HostIPC {
+		return TrainingRuntimeHostIPC, fmt.Sprintf("%d GPUs per pod share the node's IPC namespace (hostIPC), which a runtime patch cannot set", pod.GPUsPerPod)
+	}
+	return TrainingRuntime, "one GPU per pod: the release's runtime as it is, the pod shape through runtime patches"
 }
 
 // Benchmark job constants, each with why.
@@ -83,15 +118,13 @@ const (
 	// ncclMaxBytes is AWS's sweep end on p4de/p5 (-e 16G): large enough for busbw to plateau.
 	ncclMaxBytes = 16 << 30
 	// ncclIterations is AWS's -n 100 with GPUDirect RDMA; see ncclSweep for the others.
-	ncclIterations        = 100
-	ncclIterationsStaged  = 20
-	ncclMaxBytesStaged    = 4 << 30
-	ncclDeadlineSeconds   = 3600  // node launch, a ~10 GB image pull and the sweep
-	trainDeadlineSeconds  = 86400 // a benchmark training run; the stack's expiry bounds it too
-	keepFinishedSeconds   = 3600  // time to run bench report on the launcher's log
-	launcherRetries       = 2
-	RendezvousPort        = 29500 // torchrun's default master port
-	rendezvousJoinTimeout = 600   // torchrun's default join_timeout, stated
+	ncclIterations       = 100
+	ncclIterationsStaged = 20
+	ncclMaxBytesStaged   = 4 << 30
+	ncclDeadlineSeconds  = 3600  // node launch, a ~10 GB image pull and the sweep
+	trainDeadlineSeconds = 86400 // a benchmark training run; the stack's expiry bounds it too
+	keepFinishedSeconds  = 3600  // time to run bench report on the launcher's log
+	launcherRetries      = 2
 )
 
 // BenchmarkNodes is how many nodes a pool's benchmark spans.
@@ -122,14 +155,9 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 		b.Notes = append(b.Notes, "one GPU per pod: ranks on the same node talk over the network, not NVLink; compare with a pod-per-node pool to see what that costs")
 	}
 	if len(s.TrainingCommand) > 0 {
-		name := p.Name + "-train"
-		t := &TrainingJob{Name: name, Service: name, Pods: workers, ProcsPerPod: pod.GPUsPerPod,
-			RendezvousAt:       fmt.Sprintf("%s-0.%s:%d", name, name, RendezvousPort),
-			JoinTimeoutSeconds: rendezvousJoinTimeout, DeadlineSeconds: trainDeadlineSeconds, KeepFinishedSeconds: keepFinishedSeconds}
-		t.Command = append([]string{"torchrun", fmt.Sprintf("--nnodes=%d", t.Pods), fmt.Sprintf("--nproc-per-node=%d", t.ProcsPerPod),
-			"--rdzv-backend=c10d", "--rdzv-endpoint=" + t.RendezvousAt, "--rdzv-id=" + name,
-			fmt.Sprintf("--rdzv-conf=join_timeout=%d", t.JoinTimeoutSeconds)}, s.TrainingCommand...)
-		b.Train = t
+		runtime, why := TrainingRuntimeFor(pod)
+		b.Train = &TrainingJob{Name: p.Name + "-train", Runtime: runtime, RuntimeReason: why, NumNodes: workers, ProcsPerNode: pod.GPUsPerPod,
+			Command: append([]string{"torchrun"}, s.TrainingCommand...), DeadlineSeconds: trainDeadlineSeconds}
 	} else {
 		b.Notes = append(b.Notes, fmt.Sprintf("no training job: set %s.trainingCommand to the script torchrun runs", KeyBenchmarks))
 	}

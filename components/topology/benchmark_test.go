@@ -61,10 +61,16 @@ func TestBenchmarkJobsFollowThePool(t *testing.T) {
 			t.Errorf("%s: do-not-disrupt %v on a %s pool", name, b.DoNotDisrupt, pool.Provisioner)
 		}
 		tr := b.Train
-		if tr == nil || tr.Pods != n.Workers || tr.ProcsPerPod != pod.GPUsPerPod ||
-			flagEq(tr.Command, "--nnodes") != strconv.Itoa(tr.Pods) || flagEq(tr.Command, "--nproc-per-node") != strconv.Itoa(pod.GPUsPerPod) ||
-			!slices.Equal(tr.Command[len(tr.Command)-3:], settings.TrainingCommand) {
+		// torchrun takes nodes, processes and rank from the Trainer's PET_* variables: the
+		// command is torchrun and the user's script, nothing derived in between.
+		if tr == nil || tr.NumNodes != n.Workers || tr.ProcsPerNode != pod.GPUsPerPod ||
+			!slices.Equal(tr.Command, append([]string{"torchrun"}, settings.TrainingCommand...)) {
 			t.Errorf("%s: training job %+v", name, tr)
+		}
+		// Pods holding several GPUs keep the node's IPC namespace, which only a runtime of
+		// their own can give; one-GPU pods run on the release's runtime.
+		if tr != nil && (pod.HostIPC != (pod.GPUsPerPod > 1) || (tr.Runtime == TrainingRuntimeHostIPC) != pod.HostIPC) {
+			t.Errorf("%s: %d GPU(s) per pod, hostIPC %v, runtime %s", name, pod.GPUsPerPod, pod.HostIPC, tr.Runtime)
 		}
 	}
 }

@@ -167,7 +167,10 @@ func deriveTrainingPod(p Profile, it InstanceType, efa int, selector map[string]
 		Layout: p.PodLayout, PodsPerNode: pods, GPUsPerPod: gpus, EFAPerPod: efaPerPod,
 		IdleGPUsPerNode: it.GPUCount - pods*gpus,
 		Resources:       map[string]int{ResourceGPU: gpus},
-		HostIPC:         true,
+		// The field ran its multi-GPU pods in the node's IPC namespace (shared/DESIGN.md §1). A
+		// one-GPU pod shares nothing over IPC: NCCL takes each pod for a host of its own and
+		// reaches the others over the network, so it stays in its own namespace.
+		HostIPC: gpus > 1,
 		// hostNetwork would clash ports between pods and needs ClusterFirstWithHostNet DNS; the
 		// pod network is enough because NCCL's data path is EFA (OS bypass), not the pod IP.
 		HostNetwork:  false,

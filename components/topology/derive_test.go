@@ -335,7 +335,8 @@ func checkSpecInvariants(t *testing.T, p Profile, s PoolSpec) {
 	if pod.Resources[ResourceGPU] != pod.GPUsPerPod || pod.Resources[ResourceEFA] != pod.EFAPerPod {
 		fail("resources %v", pod.Resources)
 	}
-	if !pod.HostIPC || pod.HostNetwork || pod.ShmSizeBytes <= 0 || fmt.Sprint(pod.Capabilities) != "[IPC_LOCK]" {
+	// hostIPC exactly where GPUs in one pod share memory over IPC (more than one GPU per pod).
+	if pod.HostIPC != (pod.GPUsPerPod > 1) || pod.HostNetwork || pod.ShmSizeBytes <= 0 || fmt.Sprint(pod.Capabilities) != "[IPC_LOCK]" {
 		fail("pod security shape %+v", pod)
 	}
 	// Expected transports agree with the hardware.

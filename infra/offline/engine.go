@@ -44,6 +44,9 @@ type Options struct {
 	DeleteBeforeReplace bool      `json:"deleteBeforeReplace,omitempty"`
 	Protect             bool      `json:"protect,omitempty"`
 	RetainOnDelete      bool      `json:"retainOnDelete,omitempty"`
+	// DeletedWith is the URN whose deletion takes this resource with it: destroy does not
+	// delete it on its own.
+	DeletedWith string `json:"deletedWith,omitempty"`
 }
 
 // Timeouts are a resource's customTimeouts, as Go durations ("30m"); "" is the provider's default.
@@ -153,7 +156,7 @@ func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.Pro
 // options reads the resource options from the engine's register request.
 func options(rpc *pulumirpc.RegisterResourceRequest) Options {
 	o := Options{IgnoreChanges: rpc.GetIgnoreChanges(), DeleteBeforeReplace: rpc.GetDeleteBeforeReplace(), Protect: rpc.GetProtect(),
-		RetainOnDelete: rpc.GetRetainOnDelete()}
+		RetainOnDelete: rpc.GetRetainOnDelete(), DeletedWith: rpc.GetDeletedWith()}
 	if t := rpc.GetCustomTimeouts(); t != nil && (t.GetCreate() != "" || t.GetUpdate() != "" || t.GetDelete() != "") {
 		o.CustomTimeouts = &Timeouts{Create: t.GetCreate(), Update: t.GetUpdate(), Delete: t.GetDelete()}
 	}

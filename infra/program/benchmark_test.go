@@ -15,6 +15,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/benchjobs"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/infra/offline"
 	"github.com/gpucluster/gpucluster/internal/k8sobj"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
@@ -129,7 +130,9 @@ var (
 func startControllers(s *kubeapi.Server) error {
 	controllersOnce.Do(func() {
 		// The MPI operator runs per stack namespace (startMPIOperator), as deployed: one namespace.
-		for _, start := range []func() error{s.StartScheduler, s.StartJobController} {
+		// The Trainer and JobSet run for the test binary's life, as their chart installs them.
+		for _, start := range []func() error{s.StartScheduler, s.StartJobController,
+			func() (err error) { _, err = s.StartJobSet(); return err }, func() (err error) { _, err = s.StartTrainer(); return err }} {
 			if controllersErr = start(); controllersErr != nil {
 				return
 			}
@@ -196,6 +199,17 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 	}
 	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}))
 	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": ns}}))
+	// What the trainer component creates: the training pods' account, and the runtimes
+	// (cluster-wide: the first stack that needs one creates it).
+	must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": topology.TrainingServiceAccount, "namespace": ns},
+		"automountServiceAccountToken": false}))
+	for _, rt := range trainer.Runtimes(spec.Pools, spec.Labels()) {
+		obj := map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "ClusterTrainingRuntime",
+			"metadata": map[string]any{"name": rt.Name, "labels": rt.Labels}, "spec": rt.Spec}
+		if _, err := s.Get(obj); err != nil {
+			must(s.Create(obj))
+		}
+	}
 	stop, err := startMPIOperator(s, ns)
 	must(err)
 	defer stop()
@@ -230,9 +244,10 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		objs, err := benchjobs.Objects(spec, p)
 		must(err)
 		for _, obj := range objs {
-			// No pod of a job mounts a service-account token: none calls the API.
+			// No pod of a job mounts a service-account token: none calls the API (a TrainJob's
+			// pods through their account: checked on the pods the Trainer makes).
 			for _, spec := range k8sobj.PodSpecs(obj) {
-				if spec["automountServiceAccountToken"] != false {
+				if obj["kind"] != "TrainJob" && spec["automountServiceAccountToken"] != false {
 					t.Errorf("%s %v: a pod mounts a service-account token it never uses", obj["kind"], obj["metadata"])
 				}
 			}
@@ -255,8 +270,11 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 				// The run is over: its pods go, freeing the GPUs for the training job.
 				must(s.Delete(obj))
 				must(s.DrainPods(ns, 30*time.Second))
-			case "Job":
-				checkPlaced(t, s, ns, benchjobs.LabelJobName+"="+job, p.Benchmark.Train.Pods, p, nodePool)
+			case "TrainJob":
+				pods := checkPlaced(t, s, ns, benchjobs.LabelJobSetName+"="+job, p.Benchmark.Train.NumNodes, p, nodePool)
+				for _, pod := range pods {
+					checkTrainingPod(t, s, ns, pod.Name, p)
+				}
 			}
 		}
 	}
@@ -305,6 +323,61 @@ func startMPIOperator(s *kubeapi.Server, ns string) (func(), error) {
 		return nil, err
 	}
 	return s.StartMPIOperator(ns, ns, token)
+}
+
+// checkTrainingPod reads a pod the Trainer made from a pool's TrainJob: torchrun's PET_*
+// variables from the Trainer, the pool's NCCL environment, the pod's resources, hostIPC as the
+// topology decided, and no service-account token.
+func checkTrainingPod(t *testing.T, s *kubeapi.Server, ns, name string, p topology.PoolSpec) {
+	t.Helper()
+	pod, err := s.Get(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := pod["spec"].(map[string]any)
+	var c map[string]any
+	for _, x := range spec["containers"].([]any) {
+		if x.(map[string]any)["name"] == topology.TrainerContainer {
+			c = x.(map[string]any)
+		}
+	}
+	if c == nil {
+		t.Fatalf("%s: no %s container", name, topology.TrainerContainer)
+	}
+	env := map[string]any{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)] = e["value"]
+		if e["valueFrom"] != nil {
+			env[e["name"].(string)] = "valueFrom"
+		}
+	}
+	want := map[string]any{"PET_NNODES": fmt.Sprint(p.Benchmark.Train.NumNodes), "PET_NPROC_PER_NODE": fmt.Sprint(p.TrainingPod.GPUsPerPod), "PET_NODE_RANK": "valueFrom"}
+	for _, e := range p.TrainingPod.Env {
+		want[e.Name] = e.Value
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s: %s=%v, want %v", name, k, env[k], v)
+		}
+	}
+	if env["PET_MASTER_ADDR"] == nil {
+		t.Errorf("%s: no PET_MASTER_ADDR", name)
+	}
+	limits := c["resources"].(map[string]any)["limits"].(map[string]any)
+	for res, n := range p.TrainingPod.Resources {
+		if limits[res] != fmt.Sprint(n) {
+			t.Errorf("%s: limit %s=%v, want %d", name, res, limits[res], n)
+		}
+	}
+	if hostIPC, _ := spec["hostIPC"].(bool); hostIPC != p.TrainingPod.HostIPC {
+		t.Errorf("%s: hostIPC %v, want %v", name, hostIPC, p.TrainingPod.HostIPC)
+	}
+	for _, v := range spec["volumes"].([]any) {
+		if strings.HasPrefix(v.(map[string]any)["name"].(string), "kube-api-access") {
+			t.Errorf("%s mounts a service-account token (%v)", name, v)
+		}
+	}
 }
 
 // checkPlaced waits for a controller's n pods and checks where the scheduler put them: all

@@ -9,6 +9,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/trainer"
 )
 
 // InCluster is what buildInCluster created.
@@ -19,6 +20,7 @@ type InCluster struct {
 	Karpenter      *karpenter.Controller // nil without Karpenter pools
 	KarpenterPools map[string]*karpenter.Pool
 	MPIOperator    *mpioperator.Operator // nil unless the stack enables benchmarks
+	Trainer        *trainer.Trainer      // nil unless the stack enables benchmarks
 }
 
 // buildInCluster deploys the in-cluster pieces the derived spec asks for, through a Kubernetes
@@ -52,6 +54,13 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	if spec.Benchmarks.Enabled {
 		in.MPIOperator, err = mpioperator.New(ctx, spec.Cluster.Name+"-mpi-operator",
 			mpioperator.Args{Labels: spec.Labels(), Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...)}, in.Provider)
+		if err != nil {
+			return nil, err
+		}
+		in.Trainer, err = trainer.New(ctx, spec.Cluster.Name+"-trainer", trainer.Args{
+			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
+			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+		}, in.Provider)
 		if err != nil {
 			return nil, err
 		}

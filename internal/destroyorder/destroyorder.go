@@ -39,7 +39,7 @@ func systemNodeGroup(r Resource) bool {
 // Deployment the chart renders (a child the real provider registers).
 func karpenterController(cluster string) func(Resource) bool {
 	return func(r Resource) bool {
-		return r.Type == "kubernetes:helm.sh/v4:Chart" ||
+		return r.Type == "kubernetes:helm.sh/v4:Chart" && r.Name == cluster+"-karpenter" ||
 			r.Type == "kubernetes:apps/v1:Deployment" && strings.HasPrefix(r.Name, cluster+"-karpenter:")
 	}
 }

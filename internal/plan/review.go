@@ -137,7 +137,11 @@ func benchmarkCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec
 		manifestPath(map[string]any{"kind": "MPIJob", "metadata": map[string]any{"namespace": benchjobs.Namespace, "name": n.Name}}),
 		n.Name, n.Name, n.Name, s.Stack, p.Name)
 	if t := bm.Train; t != nil {
-		w("- Training `%s`: Indexed Job of %d pod(s), `%s`.\n", t.Name, t.Pods, strings.Join(t.Command, " "))
+		w("- Training `%s`: Kubeflow TrainJob on ClusterTrainingRuntime `%s` (%s), %d node(s) × %d process(es), `%s`.\n",
+			t.Name, t.Runtime, t.RuntimeReason, t.NumNodes, t.ProcsPerNode, strings.Join(t.Command, " "))
+		w("  Run: `kubectl apply -f %s`, then `kubectl logs -f -l %s=%s`.\n",
+			manifestPath(map[string]any{"kind": "TrainJob", "metadata": map[string]any{"namespace": benchjobs.Namespace, "name": t.Name}}),
+			benchjobs.LabelJobSetName, t.Name)
 	}
 	for _, note := range bm.Notes {
 		w("- %s.\n", note)

@@ -33,14 +33,7 @@ const (
 )
 
 // Args configure the Trainer.
-type Args struct {
-	Pools  []topology.PoolSpec
-	Labels map[string]string
-	// Needs are what the controllers need while TrainJobs are deleted (the system nodes they run on).
-	Needs []pulumi.Resource
-	// Cluster is the EKS cluster: what is deleted with it need not be deleted first.
-	Cluster pulumi.Resource
-}
+type Args = k8sargs.OperatorArgs
 
 // Trainer is the gpucluster:index:Trainer component.
 type Trainer struct {
@@ -61,7 +54,10 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	t.Version = pulumi.String(Version).ToStringOutput()
 	child := []pulumi.ResourceOption{pulumi.Parent(t), pulumi.Provider(k8s)}
 	system := pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}
-	var err error
+	ns, err := k8sargs.ChartNamespace(ctx, name, Namespace, args.Labels, child...)
+	if err != nil {
+		return nil, err
+	}
 	t.Chart, err = helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
 		Chart:     pulumi.String(ChartRef),
 		Version:   pulumi.String(ChartVersion),
@@ -74,7 +70,7 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 			// gpucluster creates the runtimes its pools use itself, below.
 			"runtimes": pulumi.Map{"defaultEnabled": pulumi.Bool(false)},
 		},
-	}, append(child, pulumi.DependsOn(args.Needs))...)
+	}, append(child, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func (s *Server) DeleteNow(obj map[string]any) error {
 	if err != nil {
 		return err
 	}
-	if code != http.StatusOK && code != http.StatusAccepted {
+	if code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound { // gone already
 		return fmt.Errorf("DELETE %s/%s: %d %s", path, name(obj), code, body)
 	}
 	return nil
@@ -254,30 +254,32 @@ func (s *Server) exited() error {
 func (s *Server) controllerLogs() string {
 	var b strings.Builder
 	for _, p := range s.procs {
-		if p.name == "mpi-operator" || p.name == "kube-job-controller" {
+		if p.name == "mpi-operator" || p.name == "kube-job-controller" || p.name == "kueue" || p.name == "trainer-controller-manager" {
 			fmt.Fprintf(&b, "--- %s log:\n%s\n", p.name, s.logTail(p.name))
 		}
 	}
 	return b.String()
 }
 
-// DrainPods deletes every pod of a namespace at once, again and again until none is left for
-// a second (controllers whose objects were just deleted may still create one). Pods held by a
-// finalizer count as gone: the scheduler no longer places a pod being deleted.
-func (s *Server) DrainPods(namespace string, timeout time.Duration) error {
+// DrainPods deletes every pod of a namespace that matches the selector ("" for all) at once,
+// again and again until none is left for a second (controllers whose objects were just deleted
+// may still create one). Pods held by a finalizer count as gone: the scheduler no longer places a
+// pod being deleted.
+func (s *Server) DrainPods(namespace, selector string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	quiet := 0
 	for quiet < 5 {
-		pods, err := s.Pods(namespace, "")
+		pods, err := s.Pods(namespace, selector)
 		if err != nil {
 			return err
 		}
 		live := 0
 		for _, p := range pods {
-			if p.Deleting {
-				continue
+			// A pod a controller deleted gracefully waits for a kubelet that never comes, and
+			// holds its node's resources meanwhile: it goes now too.
+			if !p.Deleting {
+				live++
 			}
-			live++
 			if err := s.DeleteNow(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": p.Name, "namespace": namespace}}); err != nil {
 				return err
 			}
@@ -313,7 +315,10 @@ func Node(name string, labels map[string]string, taints []map[string]any, alloca
 		res[k] = v
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name, "labels": l},
-		"spec": map[string]any{"taints": ts}, "status": map[string]any{"capacity": res, "allocatable": res}}
+		"spec": map[string]any{"taints": ts}, "status": map[string]any{"capacity": res, "allocatable": res,
+			// What its kubelet reports once it runs: Kueue's topology-aware placement counts
+			// only Ready nodes.
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "KubeletReady"}}}}
 }
 
 // SystemNodeAllocatable is what a system node (m7i.large: 2 vCPU, 8 GiB) offers pods once EKS's

@@ -25,7 +25,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
+	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
@@ -95,10 +97,28 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 	// packages it (hack/release/common.sh); the image digest is the built image's, which nothing
 	// here knows, so the controller is pulled by tag. The chart's crds/ is a link to
 	// pkg/apis/crds, which the module zip leaves out.
+	trainerDir, err := kubeapi.ModuleDir(kubeapi.TrainerModule)
+	if err != nil {
+		return nil, err
+	}
+	jobsetDir, err := kubeapi.ModuleDir(kubeapi.JobSetModule)
+	if err != nil {
+		return nil, err
+	}
+	kueueDir, err := kubeapi.ModuleDir(kubeapi.KueueModule)
+	if err != nil {
+		return nil, err
+	}
+	// Trainer's packaged chart carries JobSet's chart of the release it requires.
 	charts, _ := json.Marshal(map[string]any{karpenter.ChartRef + "@" + karpenter.ChartVersion: map[string]any{
 		"dir":    filepath.Join(karpenterDir, "charts", "karpenter"),
 		"values": map[string]any{"controller.image.tag": karpenter.ChartVersion, "controller.image.digest": ""},
 		"crds":   filepath.Join(karpenterDir, "pkg", "apis", "crds"),
+	}, trainer.ChartRef + "@" + trainer.ChartVersion: map[string]any{
+		"dir":          filepath.Join(trainerDir, "charts", "kubeflow-trainer"),
+		"dependencies": []string{filepath.Join(jobsetDir, "charts", "jobset")},
+	}, kueue.ChartRef + "@" + kueue.ChartVersion: map[string]any{
+		"dir": filepath.Join(kueueDir, "charts", "kueue"),
 	}})
 	localFiles, _ := json.Marshal(map[string]string{mpioperator.CRDURL: filepath.Join(mpiDir, "manifests", "base", "kubeflow.org_mpijobs.yaml")})
 	awsVersion, k8sVersion, err := providerVersions()

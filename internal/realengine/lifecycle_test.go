@@ -90,10 +90,11 @@ func TestRealEngineInterruptedUp(t *testing.T) {
 	if _, err := d.stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.log)); err != nil {
 		d.fail("a third pulumi up changed something", err)
 	}
+	deletedWith := d.deletedWith(ctx)
 	if _, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log)); err != nil {
 		d.fail("pulumi destroy", err)
 	}
-	d.checkNothingLeft(ctx, d.calls())
+	d.checkNothingLeft(ctx, d.calls(), deletedWith)
 }
 
 func jsonText(v any) string {

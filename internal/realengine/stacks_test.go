@@ -150,13 +150,14 @@ func TestRealEngineStacks(t *testing.T) {
 			d.checkExpire(ctx)
 
 			before := len(d.calls())
+			deletedWith := d.deletedWith(ctx)
 			down, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log))
 			if err != nil {
 				d.fail("pulumi destroy", err)
 			}
 			calls := d.calls()
 			d.checkDestroyOrder(calls[before:])
-			d.checkNothingLeft(ctx, calls)
+			d.checkNothingLeft(ctx, calls, deletedWith)
 			t.Logf("real engine: %s: up %d resources, second up %d changes, destroy %d deleted", name, created, changed, count(down.Summary.ResourceChanges, "delete"))
 		})
 	}
@@ -328,21 +329,43 @@ func (d *deployment) checkDestroyOrder(calls []record.Call) {
 	}
 }
 
-// checkNothingLeft: the state is empty, and every resource a double created was deleted.
-func (d *deployment) checkNothingLeft(ctx context.Context, calls []record.Call) {
+// stateResource is a resource of the stack's state as `pulumi stack export` shows it.
+type stateResource struct {
+	URN         string `json:"urn"`
+	DeletedWith string `json:"deletedWith"`
+}
+
+func (d *deployment) state(ctx context.Context) []stateResource {
 	state, err := d.stack.Export(ctx)
 	if err != nil {
 		d.fail("pulumi stack export", err)
 	}
 	var dep struct {
-		Resources []struct {
-			URN string `json:"urn"`
-		} `json:"resources"`
+		Resources []stateResource `json:"resources"`
 	}
 	if err := json.Unmarshal(state.Deployment, &dep); err != nil {
 		d.t.Fatal(err)
 	}
-	for _, r := range dep.Resources {
+	return dep.Resources
+}
+
+// deletedWith maps each resource of the state that the engine deletes with another (the
+// deletedWith option: destroy never deletes it on its own) to that other resource.
+func (d *deployment) deletedWith(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, r := range d.state(ctx) {
+		if r.DeletedWith != "" {
+			out[r.URN] = r.DeletedWith
+		}
+	}
+	return out
+}
+
+// checkNothingLeft: the state is empty, and every resource a double created was deleted, by
+// itself or, for one deleted with another, with that other (the EKS cluster takes its in-cluster
+// objects with it).
+func (d *deployment) checkNothingLeft(ctx context.Context, calls []record.Call, deletedWith map[string]string) {
+	for _, r := range d.state(ctx) {
 		d.t.Errorf("%s: left in the state after destroy: %s", d.name, r.URN)
 	}
 	live := map[string]bool{}
@@ -356,6 +379,9 @@ func (d *deployment) checkNothingLeft(ctx context.Context, calls []record.Call) 
 		}
 	}
 	for urn := range live {
+		if with, ok := deletedWith[urn]; ok && !live[with] {
+			continue
+		}
 		d.t.Errorf("%s: created and never deleted: %s", d.name, urn)
 	}
 }

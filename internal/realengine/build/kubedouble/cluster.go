@@ -123,6 +123,7 @@ func (c *cluster) namespaced(obj *unstructured.Unstructured) (bool, error) {
 // an unknown field; the double refuses it, so the tests catch what a real apply would drop),
 // retrying while a kind just defined is not yet served, as the real provider does.
 func (c *cluster) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	obj = withoutWebhookServer(obj)
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
@@ -204,4 +205,36 @@ func (c *cluster) serverVersion() (string, error) {
 func isKind(obj *unstructured.Unstructured, group, kind string) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Group == group && gvk.Kind == kind
+}
+
+// unservedWebhook is where the double points a chart's admission webhooks: a loopback port that
+// refuses at once.
+const unservedWebhook = "https://127.0.0.1:1"
+
+// withoutWebhookServer is what the double cannot stand in for: no kubelet runs a chart's
+// controller, so nothing serves its admission webhooks (Kubeflow Trainer's, Kueue's), and the API
+// server would refuse every object they cover (failurePolicy Fail) or wait on a Service no proxy
+// routes. The double registers them as the chart wrote them but for whom they call, a port that
+// refuses at once, and failurePolicy Ignore: objects they cover are created, checked by their
+// CRD's schema only. The webhooks themselves are proven where their real servers run
+// (internal/kubeapi, the program's benchmark tests).
+func withoutWebhookServer(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj.GroupVersionKind().Group != "admissionregistration.k8s.io" ||
+		(obj.GetKind() != "MutatingWebhookConfiguration" && obj.GetKind() != "ValidatingWebhookConfiguration") {
+		return obj
+	}
+	obj = obj.DeepCopy()
+	hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+	for i, h := range hooks {
+		hook, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
+		hook["clientConfig"] = map[string]any{"url": unservedWebhook + path}
+		hook["failurePolicy"] = "Ignore"
+		hooks[i] = hook
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, hooks, "webhooks")
+	return obj
 }

@@ -44,6 +44,10 @@ type localChart struct {
 	// charts/karpenter/crds is a symbolic link to pkg/apis/crds, which a Go module zip (the
 	// local copy's source) leaves out.
 	CRDs string `json:"crds"`
+	// Dependencies are the source directories of the subcharts the packaged chart carries in
+	// charts/ (helm dependency build fetches them when the release packages it): Kubeflow
+	// Trainer's JobSet.
+	Dependencies []string `json:"dependencies"`
 }
 
 func localSources[T any](env string) (map[string]T, error) {
@@ -170,6 +174,13 @@ func (p *kubeProvider) renderChart(name string, in map[string]any) ([]*unstructu
 			}
 			ch.Files = append(ch.Files, &helmchart.File{Name: "crds/" + filepath.Base(f), Data: data})
 		}
+	}
+	for _, dir := range local.Dependencies {
+		dep, err := loader.Load(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		ch.AddDependency(dep)
 	}
 	for path, v := range local.Values {
 		setPath(ch.Values, strings.Split(path, "."), v)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/internal/preflight"
 )
@@ -250,6 +251,7 @@ func TestDocumentedVersionsAreThePins(t *testing.T) {
 		{regexp.MustCompile("Pulumi CLI (\\d+\\.\\d+\\.\\d+)"), preflight.TestedPulumiVersion},
 		{regexp.MustCompile("Kubeflow Trainer v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.Version, "v")},
 		{regexp.MustCompile("JobSet v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.JobSetVersion, "v")},
+		{regexp.MustCompile("Kueue v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(kueue.Version, "v")},
 	}
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, p := range pins {

@@ -1,11 +1,14 @@
 // Package benchjobs renders a pool's benchmark jobs (topology.PoolBenchmark) as Kubernetes
 // objects: the NCCL all-reduce MPIJob (kubeflow.org/v2beta1, run by the MPI operator) and the
-// torchrun TrainJob (trainer.kubeflow.org/v1alpha1, run by Kubeflow Trainer). They are not Pulumi resources: a
-// benchmark runs when someone applies it, not at every `pulumi up` (a Job cannot be updated,
-// and Pulumi would wait for it). They are stack outputs and plan-bundle manifests instead.
+// torchrun TrainJob (trainer.kubeflow.org/v1alpha1, run by Kubeflow Trainer), both in the
+// pool's Kueue queue. They are not Pulumi resources: a benchmark runs when someone applies it,
+// not at every `pulumi up` (a Job cannot be updated, and Pulumi would wait for it). They are
+// stack outputs and plan-bundle manifests instead.
 package benchjobs
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,10 +108,10 @@ func NCCLTest(stack topology.StackSpec, pool topology.PoolSpec) any {
 	worker := podtemplate.For(pool, j.Image, labels)
 	worker.Spec.Containers[0].Name = "worker" // the operator runs sshd in it
 	worker.Spec.Containers[0].Env = nil       // ranks get theirs from mpirun -x
-	protect(&worker, b)
+	annotate(&worker, b)
 	return mpiJob{
 		APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob",
-		Metadata: objectMeta{Name: j.Name, Namespace: Namespace, Labels: jobLabels(pool, labels)},
+		Metadata: objectMeta{Name: j.Name, Namespace: Namespace, Labels: queued(jobLabels(pool, labels), b)},
 		Spec: mpiJobSpec{
 			SlotsPerWorker: j.SlotsPerWorker, LauncherCreationPolicy: "WaitForWorkersReady", MPIImplementation: "OpenMPI",
 			RunPolicy: runPolicy{CleanPodPolicy: "Running", TTLSecondsAfterFinished: j.KeepFinishedSeconds,
@@ -129,7 +132,7 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 	for _, e := range j.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(topology.LauncherCPU), corev1.ResourceMemory: resource.MustParse(topology.LauncherMemory)}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: jobLabels(pool, labels)},
 		Spec: corev1.PodSpec{
@@ -139,9 +142,24 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 			NodeSelector:                 map[string]string{topology.LabelPool: topology.SystemPool},
 			Containers: []corev1.Container{{
 				Name: "launcher", Image: j.Image, Command: j.Command, Env: env,
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: corev1.ResourceList{corev1.ResourceMemory: res[corev1.ResourceMemory]}},
+				Resources:       corev1.ResourceRequirements{Requests: res, Limits: corev1.ResourceList{corev1.ResourceMemory: res[corev1.ResourceMemory]}},
+				SecurityContext: launcherSecurity(),
 			}},
 		},
+	}
+}
+
+// launcherSecurity is all the launcher's mpirun and ssh client need: no capability, no privilege
+// escalation, the runtime's default seccomp profile. It stays root, as the image's user: the MPI
+// operator mounts the ssh key under /root/.ssh, readable by root only, and mpirun runs as root
+// (--allow-run-as-root). Its root filesystem stays writable: mpirun writes its session
+// directory under /tmp.
+func launcherSecurity() *corev1.SecurityContext {
+	no := false
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
@@ -224,7 +242,7 @@ func Training(stack topology.StackSpec, pool topology.PoolSpec) any {
 	t := b.Train
 	labels := stack.Labels()
 	pod := podtemplate.For(pool, stack.TrainingImage, labels)
-	protect(&pod, b)
+	annotate(&pod, b)
 	c := pod.Spec.Containers[0]
 	var patch runtimePatch
 	patch.Manager = topology.TrainerPatchManager
@@ -239,7 +257,7 @@ func Training(stack topology.StackSpec, pool topology.PoolSpec) any {
 	patch.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs = []replicatedJobPatch{rj}
 	return trainJob{
 		APIVersion: topology.TrainerAPIVersion, Kind: "TrainJob",
-		Metadata: objectMeta{Name: t.Name, Namespace: Namespace, Labels: jobLabels(pool, labels)},
+		Metadata: objectMeta{Name: t.Name, Namespace: Namespace, Labels: queued(jobLabels(pool, labels), b)},
 		Spec: trainJobSpec{
 			RuntimeRef:            runtimeRef{Name: t.Runtime},
 			ActiveDeadlineSeconds: t.DeadlineSeconds,
@@ -252,15 +270,30 @@ func Training(stack topology.StackSpec, pool topology.PoolSpec) any {
 	}
 }
 
-// protect asks Karpenter not to disrupt a node while the pod runs on it.
-func protect(t *corev1.PodTemplateSpec, b *topology.PoolBenchmark) {
-	if !b.DoNotDisrupt {
-		return
+// annotate gives the pods of a job's GPU pod set what Kueue and Karpenter read from them: where
+// Kueue places them (its topology-aware placement, when the pool's queue has a Topology), and
+// that Karpenter must not disrupt a node while they run.
+func annotate(t *corev1.PodTemplateSpec, b *topology.PoolBenchmark) {
+	a := map[string]string{}
+	if b.DoNotDisrupt {
+		a[AnnotationDoNotDisrupt] = "true"
 	}
-	if t.Annotations == nil {
-		t.Annotations = map[string]string{}
+	if tp := b.Queue.Topology; tp != nil {
+		a[topology.AnnotationPreferredTopology] = tp.Preferred
+		if tp.SliceSize > 0 {
+			a[topology.AnnotationSliceRequiredTopology] = tp.SliceLevel
+			a[topology.AnnotationSliceSize] = fmt.Sprint(tp.SliceSize)
+		}
 	}
-	t.Annotations[AnnotationDoNotDisrupt] = "true"
+	if len(a) > 0 {
+		t.Annotations = k8sargs.Merge(t.Annotations, a)
+	}
+}
+
+// queued puts a job in its pool's queue: Kueue holds it, suspended, until it can admit all of it.
+// Only the job carries the label; its pods belong to it.
+func queued(labels map[string]string, b *topology.PoolBenchmark) map[string]string {
+	return k8sargs.Merge(labels, map[string]string{topology.LabelQueueName: b.Queue.Name})
 }
 
 func jobLabels(pool topology.PoolSpec, stack map[string]string) map[string]string {

@@ -27,6 +27,8 @@ type PoolBenchmark struct {
 	Nodes int          `json:"nodes"`
 	NCCL  NCCLTestJob  `json:"ncclTest"`
 	Train *TrainingJob `json:"training,omitempty"`
+	// Queue is the Kueue queue the jobs wait in and are admitted from, whole.
+	Queue *JobQueue `json:"queue"`
 	// DoNotDisrupt: Karpenter must not consolidate or replace a node while a job runs on it.
 	DoNotDisrupt bool `json:"doNotDisrupt"`
 	// Notes say what a reader of the results must know about this pool's runs.
@@ -139,7 +141,7 @@ func BenchmarkNodes(p PoolSpec) int {
 func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchmark {
 	pod := p.TrainingPod
 	nodes := BenchmarkNodes(p)
-	b := &PoolBenchmark{Nodes: nodes, DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
+	b := &PoolBenchmark{Nodes: nodes, Queue: deriveQueue(p, nodes), DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
 	workers := nodes * pod.PodsPerNode
 	maxBytes, iters, why := ncclSweep(p.Instance)
 	b.NCCL = NCCLTestJob{

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +73,41 @@ func TestBenchmarkJobsFollowThePool(t *testing.T) {
 		// their own can give; one-GPU pods run on the release's runtime.
 		if tr != nil && (pod.HostIPC != (pod.GPUsPerPod > 1) || (tr.Runtime == TrainingRuntimeHostIPC) != pod.HostIPC) {
 			t.Errorf("%s: %d GPU(s) per pod, hostIPC %v, runtime %s", name, pod.GPUsPerPod, pod.HostIPC, tr.Runtime)
+		}
+		checkQueue(t, name, pool, b)
+	}
+}
+
+// checkQueue: a pool's queue holds what its nodes offer, no more, so that Kueue admits a job
+// only when every node it needs is there; and it packs by the network topology exactly where
+// nodes exist before the job (managed groups) and carry the labels (types EC2 reports).
+func checkQueue(t *testing.T, name string, pool PoolSpec, b *PoolBenchmark) {
+	t.Helper()
+	q, alloc := b.Queue, NodeAllocatable(pool)
+	per := func(r string) int {
+		n, _ := strconv.Atoi(strings.TrimRight(alloc[r], "mMi"))
+		return n
+	}
+	want := map[string]string{ResourceGPU: fmt.Sprint(b.Nodes * pool.Instance.GPUCount),
+		"cpu": fmt.Sprintf("%dm", b.Nodes*per("cpu")), "memory": fmt.Sprintf("%dMi", b.Nodes*per("memory"))}
+	if pool.Network.EFAInterfaces > 0 {
+		want[ResourceEFA] = fmt.Sprint(b.Nodes * pool.Network.EFAInterfaces)
+	}
+	if q == nil || !maps.Equal(q.Quota, want) || q.Name != pool.Name || q.SystemQuota["cpu"] != LauncherCPU {
+		t.Fatalf("%s: queue %+v, want quota %v", name, q, want)
+	}
+	// The NCCL job and the training job each fit the quota whole.
+	if gpus := b.NCCL.Workers * pool.TrainingPod.GPUsPerPod; gpus > b.Nodes*pool.Instance.GPUCount {
+		t.Errorf("%s: the all-reduce asks for %d GPUs, the queue holds %s", name, gpus, q.Quota[ResourceGPU])
+	}
+	packs := pool.Provisioner != ProvisionerKarpenter && pool.Instance.NetworkNodeLayers > 0
+	if (q.Topology != nil) != packs {
+		t.Fatalf("%s: %s pool of %s (%d network layers): topology %+v", name, pool.Provisioner, pool.Instance.Name, pool.Instance.NetworkNodeLayers, q.Topology)
+	}
+	if tp := q.Topology; tp != nil {
+		if len(tp.Levels) != pool.Instance.NetworkNodeLayers+1 || tp.Levels[len(tp.Levels)-1] != LabelHostname || !slices.Contains(tp.Levels, tp.Preferred) ||
+			(tp.SliceSize > 0) != (pool.TrainingPod.PodsPerNode > 1) || tp.SliceSize%max(pool.TrainingPod.PodsPerNode, 1) != 0 {
+			t.Errorf("%s: topology %+v", name, tp)
 		}
 	}
 }

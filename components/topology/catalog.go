@@ -55,6 +55,10 @@ type InstanceType struct {
 	// OFITopologyFile: aws-ofi-nccl ships an NCCL topology file for the type and sets
 	// NCCL_TOPO_FILE itself (its topology/ directory: p4d-24xl and p4de-24xl).
 	OFITopologyFile bool `json:"ofiTopologyFile,omitempty"`
+	// NetworkNodeLayers is how many layers of network nodes EC2's instance topology
+	// (DescribeInstanceTopology) reports for the type, each of which EKS puts on the node as
+	// topology.k8s.aws/network-node-layer-<n> [ec2-topo]; 0: the type has none.
+	NetworkNodeLayers int `json:"networkNodeLayers,omitempty"`
 }
 
 // Sources used below (public pages, cited by short name):
@@ -77,6 +81,9 @@ type InstanceType struct {
 //	[field]      shared/DESIGN.md §1: g6e.12xlarge `nvidia-smi topo -m` shows NODE between GPUs,
 //	             NCCL uses SHM.
 //	[g5-p2p]     NVIDIA/TensorRT-LLM issue #1034: g5.48xlarge "peer access is not supported".
+//	[ec2-topo]   EC2 user guide, "Prerequisites for Amazon EC2 instance topology": 3 network nodes
+//	             for g6e.*, p4d, p4de, p5, p5e, p5en; 4 for p6-b200 (not g5, g6)
+//	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html
 //	[g6-p2p]     llm-d-incubation/llm-d-infra PR #181: AWS g6 has no NVLink and no PCIe P2P.
 var catalog = []InstanceType{
 	// p4d/p4de: [ec2-accel] 8 x A100, 96 vCPU, 1152 GiB, 8 x 1000 GB NVMe, 400 Gbps;
@@ -84,57 +91,57 @@ var catalog = []InstanceType{
 	{Name: "p4d.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
 		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true,
-		OFITopologyFile: true},
+		OFITopologyFile: true, NetworkNodeLayers: 3},
 	{Name: "p4de.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
 		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, NetworkGbps: 400, GPUDirectRDMA: true,
-		OFITopologyFile: true},
+		OFITopologyFile: true, NetworkNodeLayers: 3},
 	// p5/p5e: [ec2-accel] 8 x H100 80 GB / H200 141 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps;
 	// [efa] 32 EFA; [vpc-cni] 32 cards x 2 interfaces; [nvlink] NVLink4; [fm].
 	{Name: "p5.48xlarge", GPUModel: "NVIDIA H100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
-		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
 	{Name: "p5e.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
-		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
 	// p5en: [ec2-accel] 8 x H200, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv3);
 	// [efa] 16 EFA; [vpc-cni] 16 cards x 4 interfaces.
 	{Name: "p5en.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
-		FabricManager: true, EFA: true, MaxEFA: 16, NetworkCards: 16, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 16, NetworkCards: 16, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
 	// p6-b200: [ec2-accel] 8 x B200 179 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv4);
 	// [efa] 8 EFA; [vpc-cni] 8 cards x 4 interfaces; [nvlink] NVLink5.
 	{Name: "p6-b200.48xlarge", GPUModel: "NVIDIA B200", GPUCount: 8, GPUMemoryGiB: 179, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
-		FabricManager: true, EFA: true, MaxEFA: 8, NetworkCards: 8, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true},
+		FabricManager: true, EFA: true, MaxEFA: 8, NetworkCards: 8, MaxENIsPerCard: 4, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 4},
 
 	// g6e: [ec2-accel] L40S 48 GB; EFA from 8xlarge up [efa]; no GPUDirect RDMA [efa];
 	// cards and interfaces [vpc-cni]; bandwidth [ec2-accel] and [karpenter] baselines.
 	// Multi-GPU sizes: [field] NODE topology, no P2P; NCCL falls back to SHM.
 	{Name: "g6e.xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 4, MemoryGiB: 32,
 		LocalNVMeDisk: 1, LocalNVMeGB: 250, Interconnect: InterconnectNone,
-		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 2.5},
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 2.5, NetworkNodeLayers: 3},
 	{Name: "g6e.2xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 8, MemoryGiB: 64,
 		LocalNVMeDisk: 1, LocalNVMeGB: 450, Interconnect: InterconnectNone,
-		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 5},
+		NetworkCards: 1, MaxENIsPerCard: 4, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 5, NetworkNodeLayers: 3},
 	{Name: "g6e.4xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 16, MemoryGiB: 128,
 		LocalNVMeDisk: 1, LocalNVMeGB: 600, Interconnect: InterconnectNone,
-		NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 20},
+		NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 20, NetworkNodeLayers: 3},
 	{Name: "g6e.8xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 32, MemoryGiB: 256,
 		LocalNVMeDisk: 1, LocalNVMeGB: 900, Interconnect: InterconnectNone,
-		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 25},
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 8, NetworkGbps: 25, NetworkNodeLayers: 3},
 	{Name: "g6e.12xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 48, MemoryGiB: 384,
 		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
-		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 10, NetworkGbps: 100},
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 10, NetworkGbps: 100, NetworkNodeLayers: 3},
 	{Name: "g6e.16xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 64, MemoryGiB: 512,
 		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
-		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, NetworkGbps: 35},
+		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, NetworkGbps: 35, NetworkNodeLayers: 3},
 	{Name: "g6e.24xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 96, MemoryGiB: 768,
 		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
-		EFA: true, MaxEFA: 2, NetworkCards: 2, MaxENIsPerCard: 10, NetworkGbps: 200},
+		EFA: true, MaxEFA: 2, NetworkCards: 2, MaxENIsPerCard: 10, NetworkGbps: 200, NetworkNodeLayers: 3},
 	{Name: "g6e.48xlarge", GPUModel: "NVIDIA L40S", GPUCount: 8, GPUMemoryGiB: 48, VCPUs: 192, MemoryGiB: 1536,
 		LocalNVMeDisk: 4, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
-		EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 10, NetworkGbps: 400},
+		EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 10, NetworkGbps: 400, NetworkNodeLayers: 3},
 
 	// g5.48xlarge: [ec2-accel] 8 x A10G 24 GB, 192 vCPU, 768 GiB, 2 x 3800 GB NVMe, 100 Gbps, 1 EFA,
 	// no GPUDirect RDMA; [vpc-cni] 1 card x 7 interfaces; [g5-p2p] no P2P.

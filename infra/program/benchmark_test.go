@@ -2,6 +2,7 @@ package program
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpucluster/gpucluster/components/benchjobs"
+	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/trainer"
@@ -125,14 +127,15 @@ var (
 )
 
 // startControllers adds to the shared test server what turns job objects into placed pods: the
-// real kube-scheduler, Kubernetes' own Job controller and the real MPI
-// operator, all of the releases the project pins.
+// real kube-scheduler, Kubernetes' own Job controller and garbage collector, and the real MPI
+// operator, Kubeflow Trainer, JobSet and Kueue, all of the releases the project pins.
 func startControllers(s *kubeapi.Server) error {
 	controllersOnce.Do(func() {
 		// The MPI operator runs per stack namespace (startMPIOperator), as deployed: one namespace.
 		// The Trainer and JobSet run for the test binary's life, as their chart installs them.
-		for _, start := range []func() error{s.StartScheduler, s.StartJobController,
-			func() (err error) { _, err = s.StartJobSet(); return err }, func() (err error) { _, err = s.StartTrainer(); return err }} {
+		for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartGarbageCollector,
+			func() (err error) { _, err = s.StartJobSet(); return err }, func() (err error) { _, err = s.StartTrainer(); return err },
+			func() (err error) { _, err = s.StartKueue(); return err }} {
 			if controllersErr = start(); controllersErr != nil {
 				return
 			}
@@ -210,6 +213,8 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 			must(s.Create(obj))
 		}
 	}
+	cleanQueues := createQueues(t, s, spec, ns)
+	defer cleanQueues()
 	stop, err := startMPIOperator(s, ns)
 	must(err)
 	defer stop()
@@ -220,7 +225,7 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		for _, obj := range applied {
 			s.Delete(obj)
 		}
-		if err := s.DrainPods(ns, 30*time.Second); err != nil {
+		if err := s.DrainPods(ns, "", 30*time.Second); err != nil {
 			t.Error(err)
 		}
 		for name := range nodePool {
@@ -233,16 +238,32 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		nodePool[name] = topology.SystemPool
 		must(s.CreateReadyNode(node(name, map[string]string{topology.LabelPool: topology.SystemPool}, nil, kubeapi.SystemNodeAllocatable)))
 	}
+	// Each pool's nodes, with the network-node labels EKS gives them where EC2 reports the
+	// type's topology: all under one layer-3 network node; and where the jobs are packed by it,
+	// one spare node fewer, each under a layer-3 node of its own. A job packed as asked takes
+	// the one layer-3 node that holds it whole; one that is not (Kueue fills the emptiest
+	// domains first) spreads onto the spares.
+	packed := map[string][]string{}
 	for _, p := range spec.Pools {
 		for i := range p.Benchmark.Nodes {
-			name := fmt.Sprintf("%s-%s-%d", spec.Stack, p.Name, i)
+			name := fmt.Sprintf("%s-%s-node-%d", spec.Stack, p.Name, i)
 			nodePool[name] = p.Name
-			must(s.CreateReadyNode(node(name, p.Labels, p.Taints, topology.NodeAllocatable(p))))
+			packed[p.Name] = append(packed[p.Name], name)
+			must(s.CreateReadyNode(node(name, networkNodes(p, "a"), p.Taints, topology.NodeAllocatable(p))))
+		}
+		if p.Benchmark.Queue.Topology != nil {
+			for i := range p.Benchmark.Nodes - 1 {
+				// Named to come first where Kueue breaks ties by name.
+				name := fmt.Sprintf("%s-%s-a-spare-%d", spec.Stack, p.Name, i)
+				nodePool[name] = p.Name
+				must(s.CreateReadyNode(node(name, networkNodes(p, fmt.Sprint("spare", i)), p.Taints, topology.NodeAllocatable(p))))
+			}
 		}
 	}
 	for _, p := range spec.Pools {
 		objs, err := benchjobs.Objects(spec, p)
 		must(err)
+		byKind := map[string]map[string]any{}
 		for _, obj := range objs {
 			// No pod of a job mounts a service-account token: none calls the API (a TrainJob's
 			// pods through their account: checked on the pods the Trainer makes).
@@ -251,32 +272,156 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 					t.Errorf("%s %v: a pod mounts a service-account token it never uses", obj["kind"], obj["metadata"])
 				}
 			}
+			if obj["metadata"].(map[string]any)["labels"].(map[string]any)[topology.LabelQueueName] != p.Benchmark.Queue.Name {
+				t.Errorf("%s %v is in no queue of the pool", obj["kind"], obj["metadata"])
+			}
 			obj["metadata"].(map[string]any)["namespace"] = ns
-			must(s.Create(obj))
-			applied = append(applied, obj)
-			job := obj["metadata"].(map[string]any)["name"].(string)
-			switch obj["kind"] {
-			case "MPIJob":
-				sel := "training.kubeflow.org/job-name=" + job
-				workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool)
-				for _, w := range workers {
-					must(s.MarkPodReady(ns, w.Name))
+			byKind[obj["kind"].(string)] = obj
+		}
+		// The all-reduce is admitted first and holds every node of the pool.
+		mpi := byKind["MPIJob"]
+		must(s.Create(mpi))
+		applied = append(applied, mpi)
+		sel := "training.kubeflow.org/job-name=" + mpi["metadata"].(map[string]any)["name"].(string)
+		workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool, packed[p.Name])
+		train := byKind["TrainJob"]
+		if train != nil {
+			// The training job, in the same queue, finds no room and waits whole: suspended,
+			// no pod at all.
+			must(s.Create(train))
+			applied = append(applied, train)
+			checkWaiting(t, s, ns, train, p)
+		}
+		for _, w := range workers {
+			must(s.MarkPodReady(ns, w.Name))
+		}
+		launcher, err := s.WaitPods(ns, sel+",training.kubeflow.org/job-role=launcher", 1, len(nodePool), 60*time.Second)
+		must(err)
+		if nodePool[launcher[0].Node] != topology.SystemPool {
+			t.Errorf("launcher %s on %q (%s), want a system node", launcher[0].Name, launcher[0].Node, launcher[0].Reason)
+		}
+		checkLauncher(t, s, ns, launcher[0].Name)
+		// The run is over: its pods go (only its own: Kueue may admit the training job at
+		// once), and Kueue admits the training job whole.
+		must(s.Delete(mpi))
+		must(s.DrainPods(ns, sel, 30*time.Second))
+		if train != nil {
+			job := train["metadata"].(map[string]any)["name"].(string)
+			pods := checkPlaced(t, s, ns, benchjobs.LabelJobSetName+"="+job, p.Benchmark.Train.NumNodes, p, nodePool, packed[p.Name])
+			for _, pod := range pods {
+				checkTrainingPod(t, s, ns, pod.Name, p)
+			}
+		}
+	}
+}
+
+// networkNodes are a pool node's labels: the pool's, and the network nodes EKS labels it with
+// where EC2 reports its type's topology (one layer-1 and layer-2 node for the pool; the
+// layer-3 node named by group, and layer 4 below it on four-layer types).
+func networkNodes(p topology.PoolSpec, group string) map[string]string {
+	labels := maps.Clone(p.Labels)
+	for l := 1; l <= p.Instance.NetworkNodeLayers; l++ {
+		id := fmt.Sprintf("nn-%s-l%d", p.Name, l)
+		if l >= 3 {
+			id += "-" + group
+		}
+		labels[fmt.Sprintf("%s%d", topology.LabelNetworkNodeLayerPrefix, l)] = id
+	}
+	return labels
+}
+
+// createQueues creates a stack's Kueue objects, its LocalQueues in the stack's namespace; the
+// returned function deletes them and waits until Kueue has let them go (its finalizers hold a
+// queue while it has admitted jobs, and a flavor while a queue uses it), so that the next stack
+// can create its own of the same names.
+func createQueues(t *testing.T, s *kubeapi.Server, spec topology.StackSpec, ns string) func() {
+	t.Helper()
+	objs := kueue.Objects(spec.Pools, spec.Labels())
+	var created []map[string]any
+	cleanup := func() {
+		for _, obj := range slices.Backward(created) {
+			s.Delete(obj)
+		}
+		for _, obj := range created {
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				if _, err := s.Get(obj); err != nil {
+					break
 				}
-				launcher, err := s.WaitPods(ns, sel+",training.kubeflow.org/job-role=launcher", 1, len(nodePool), 60*time.Second)
-				must(err)
-				if nodePool[launcher[0].Node] != topology.SystemPool {
-					t.Errorf("launcher %s on %q (%s), want a system node", launcher[0].Name, launcher[0].Node, launcher[0].Reason)
-				}
-				// The run is over: its pods go, freeing the GPUs for the training job.
-				must(s.Delete(obj))
-				must(s.DrainPods(ns, 30*time.Second))
-			case "TrainJob":
-				pods := checkPlaced(t, s, ns, benchjobs.LabelJobSetName+"="+job, p.Benchmark.Train.NumNodes, p, nodePool)
-				for _, pod := range pods {
-					checkTrainingPod(t, s, ns, pod.Name, p)
+				if time.Now().After(deadline) {
+					t.Errorf("%s %v is still there a minute after its deletion", obj["kind"], obj["metadata"])
+					break
 				}
 			}
 		}
+	}
+	for _, obj := range objs {
+		if obj["kind"] == "LocalQueue" {
+			obj["metadata"].(map[string]any)["namespace"] = ns
+		}
+		if err := s.Create(obj); err != nil {
+			cleanup()
+			t.Fatal(err)
+		}
+		created = append(created, obj)
+	}
+	return cleanup
+}
+
+// workloads says what Kueue made of a namespace's jobs: each Workload's conditions.
+func workloads(s *kubeapi.Server, ns string) string {
+	wls, err := s.List(map[string]any{"apiVersion": topology.KueueAPIVersion, "kind": "Workload", "metadata": map[string]any{"namespace": ns}})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, wl := range wls {
+		status, _ := wl["status"].(map[string]any)
+		fmt.Fprintf(&b, "workload %v:", wl["metadata"].(map[string]any)["name"])
+		conds, _ := status["conditions"].([]any)
+		for _, c := range conds {
+			c := c.(map[string]any)
+			fmt.Fprintf(&b, " %v=%v (%v: %v);", c["type"], c["status"], c["reason"], c["message"])
+		}
+		b.WriteString("\n")
+	}
+	for _, kind := range []struct{ apiVersion, kind string }{{topology.TrainerAPIVersion, "TrainJob"}, {"jobset.x-k8s.io/v1alpha2", "JobSet"}, {"batch/v1", "Job"}} {
+		objs, _ := s.List(map[string]any{"apiVersion": kind.apiVersion, "kind": kind.kind, "metadata": map[string]any{"namespace": ns}})
+		for _, o := range objs {
+			spec, _ := o["spec"].(map[string]any)
+			fmt.Fprintf(&b, "%s %v: suspend %v, status %v\n", kind.kind, o["metadata"].(map[string]any)["name"], spec["suspend"], o["status"])
+		}
+	}
+	return b.String()
+}
+
+// checkWaiting: a job Kueue has not admitted is suspended and has no pod.
+func checkWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any, p topology.PoolSpec) {
+	t.Helper()
+	name := job["metadata"].(map[string]any)["name"].(string)
+	time.Sleep(5 * time.Second) // Kueue decides in milliseconds
+	got, err := s.Get(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["spec"].(map[string]any)["suspend"] != true {
+		t.Errorf("%s runs while the all-reduce holds pool %s: %v", name, p.Name, got["spec"])
+	}
+	if pods, err := s.Pods(ns, benchjobs.LabelJobSetName+"="+name); err != nil || len(pods) > 0 {
+		t.Errorf("%s has %d pods while it waits (%v)", name, len(pods), err)
+	}
+}
+
+// checkLauncher: the launcher the operator made runs with the securityContext gpucluster gave it.
+func checkLauncher(t *testing.T, s *kubeapi.Server, ns, name string) {
+	t.Helper()
+	pod, err := s.Get(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := pod["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["securityContext"].(map[string]any)
+	if sc["allowPrivilegeEscalation"] != false || str(sc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) ||
+		str(sc["seccompProfile"]) != str(map[string]any{"type": "RuntimeDefault"}) {
+		t.Errorf("launcher %s securityContext %v", name, sc)
 	}
 }
 
@@ -381,12 +526,13 @@ func checkTrainingPod(t *testing.T, s *kubeapi.Server, ns, name string, p topolo
 }
 
 // checkPlaced waits for a controller's n pods and checks where the scheduler put them: all
-// bound, on the pool's nodes, the pool's pods per node on each.
-func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, pool topology.PoolSpec, nodePool map[string]string) []kubeapi.Pod {
+// bound, on the pool's nodes, the pool's pods per node on each of want (packed there, not on
+// the pool's spare nodes).
+func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, pool topology.PoolSpec, nodePool map[string]string, want []string) []kubeapi.Pod {
 	t.Helper()
 	pods, err := s.WaitPods(ns, selector, n, len(nodePool), 60*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, workloads(s, ns))
 	}
 	if len(pods) != n {
 		t.Errorf("%d pods match %s, want %d", len(pods), selector, n)
@@ -402,8 +548,8 @@ func checkPlaced(t *testing.T, s *kubeapi.Server, ns, selector string, n int, po
 			perNode[p.Node]++
 		}
 	}
-	for node, p := range nodePool {
-		if p == pool.Name && perNode[node] != pool.TrainingPod.PodsPerNode {
+	for _, node := range want {
+		if perNode[node] != pool.TrainingPod.PodsPerNode {
 			t.Errorf("node %s holds %d pod(s) of %s, want the pool's %d per node", node, perNode[node], selector, pool.TrainingPod.PodsPerNode)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
 	"github.com/gpucluster/gpucluster/components/karpenter"
+	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/trainer"
@@ -21,6 +22,7 @@ type InCluster struct {
 	KarpenterPools map[string]*karpenter.Pool
 	MPIOperator    *mpioperator.Operator // nil unless the stack enables benchmarks
 	Trainer        *trainer.Trainer      // nil unless the stack enables benchmarks
+	Kueue          *kueue.Kueue          // nil unless the stack enables benchmarks
 }
 
 // buildInCluster deploys the in-cluster pieces the derived spec asks for, through a Kubernetes
@@ -58,6 +60,13 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 			return nil, err
 		}
 		in.Trainer, err = trainer.New(ctx, spec.Cluster.Name+"-trainer", trainer.Args{
+			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
+			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+		}, in.Provider)
+		if err != nil {
+			return nil, err
+		}
+		in.Kueue, err = kueue.New(ctx, spec.Cluster.Name+"-kueue", kueue.Args{
 			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
 			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
 		}, in.Provider)

@@ -143,6 +143,17 @@ func benchmarkCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec
 			manifestPath(map[string]any{"kind": "TrainJob", "metadata": map[string]any{"namespace": benchjobs.Namespace, "name": t.Name}}),
 			benchjobs.LabelJobSetName, t.Name)
 	}
+	if q := bm.Queue; q != nil {
+		quota := fmt.Sprintf("%s GPUs, %s CPU, %s memory", q.Quota[topology.ResourceGPU], q.Quota["cpu"], q.Quota["memory"])
+		if efa, ok := q.Quota[topology.ResourceEFA]; ok {
+			quota += ", " + efa + " EFA devices"
+		}
+		w("- Queue: Kueue LocalQueue and ClusterQueue `%s` (flavor `%s`; quota %s): every job waits whole until all of it fits. Placement: %s.\n",
+			q.Name, q.Flavor, quota, q.Placement)
+		if t := q.Topology; t != nil {
+			w("  Topology `%s`: %s.\n", t.Name, strings.Join(t.Levels, " > "))
+		}
+	}
 	for _, note := range bm.Notes {
 		w("- %s.\n", note)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 var benchSubcommands = []string{"report", "compare"}
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	usage := "usage: gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [-o table|json|yaml]\n" +
+	usage := "usage: gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [-o table|json|yaml]\n" +
 		"       gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]\n"
 	switch {
 	case len(args) > 0 && args[0] == "compare":
@@ -36,10 +37,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [-o table|json|yaml]", stdout, stderr).withOutput()
+	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [-o table|json|yaml]", stdout, stderr).withOutput()
 	j := c.withJob("the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs", "judge against")
 	test := c.fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
 	nodes := c.fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
+	var spanFiles logFlag
+	c.fs.Var(&spanFiles, "pods", "the job's pods and the nodes they ran on, as kubectl get pods|nodes -o json writes them (repeat it): how many EC2 network nodes the run spanned")
 	if code, ok := c.parseJob(args, j); !ok {
 		return code
 	}
@@ -55,6 +58,13 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
 		return exitUnreadable
+	}
+	var span *bench.Span
+	if len(spanFiles) > 0 {
+		if span, err = readSpan(spanFiles); err != nil {
+			fmt.Fprintf(stderr, "gpucluster bench report: --pods: %v\n", err)
+			return exitUnreadable
+		}
 	}
 	logFile := strings.Join(job.Files, ", ")
 	// The logs are streamed once per reader, never held whole: memory stays flat in their size.
@@ -104,6 +114,9 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 			results = append(results, bench.NewResult(logFile, t, pool, against, diag))
 		}
 	}
+	for _, r := range results {
+		r.Span = span
+	}
 	code = c.emit(results, func(w io.Writer) {
 		for i, r := range results {
 			if i > 0 {
@@ -146,6 +159,7 @@ func writeTraining(w io.Writer, r *bench.Result, sawNCCL bool) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "instance %s, nodes %s, placement %s\n", orDash(r.InstanceType), count(r.Nodes), orDash(r.Placement))
+	writeSpan(w, r)
 	writeTransports(w, r, sawNCCL)
 	if t.TimestampSource != "" {
 		fmt.Fprintf(w, "wall clock %s (%.0f s), lines %d to %d, %s timestamps\n", time.Duration(t.WallClockSeconds*float64(time.Second)).Round(time.Second),
@@ -203,6 +217,7 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 		fmt.Fprintf(w, " on %s", strings.Join(r.Devices, ", "))
 	}
 	fmt.Fprintln(w)
+	writeSpan(w, r)
 	writeTransports(w, r, sawNCCL)
 	fmt.Fprintf(w, "%12s  %10s  %10s  %10s  %10s  %s\n", "size", "time(us)", "busbw", "in-place", "busbw", "#wrong")
 	for _, row := range r.Rows {
@@ -261,4 +276,25 @@ func testOf(flag string, pool *topology.PoolSpec) string {
 		return path.Base(topology.NCCLTestsBinary)
 	}
 	return ""
+}
+
+// writeSpan says where the run's pods ran in the network, when their pods and nodes were given.
+func writeSpan(w io.Writer, r *bench.Result) {
+	if r.Span != nil {
+		fmt.Fprintf(w, "network: %s\n", r.Span)
+	}
+}
+
+// readSpan reads --pods files (kubectl's JSON), each opened before any is read.
+func readSpan(files []string) (*bench.Span, error) {
+	inputs := map[string]io.Reader{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		inputs[f] = fh
+	}
+	return bench.ReadSpan(inputs)
 }

@@ -29,6 +29,10 @@ func TestBenchReportExitCodes(t *testing.T) {
 		{"missing file", []string{"--log", "nope.txt"}, 4, "nope.txt"},
 		{"unknown profile", []string{"--log", benchData + "wrong-results.txt", "--profile", "p9"}, 2, "no built-in profile \"p9\""},
 		{"usage", []string{"--stack", "dev"}, 2, "usage: gpucluster bench report"},
+		// The job's pods and the nodes say where it ran in the network; a pod on a node not given cannot be placed.
+		{"network span", []string{"--log", benchData + "g6e-ena-exponent.txt", "--pods", benchData + "span-pods.json", "--pods", benchData + "span-nodes.json"}, 0,
+			"network: 2 pods on 2 nodes under 1 layer-3 network node(s), 1 of layer 2, 1 of layer 1"},
+		{"span without nodes", []string{"--log", benchData + "g6e-ena-exponent.txt", "--pods", benchData + "span-pods.json"}, 4, "add kubectl get nodes -o json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut strings.Builder

@@ -82,11 +82,12 @@ func kubeObjects(ev *evaluation) []map[string]any {
 	return objs
 }
 
-// replace writes obj over the object of its name.
+// replace writes obj over the object of its name, or creates it again if that one has just
+// finished going (a controller's finalizer held it).
 func replace(s *kubeapi.Server, obj map[string]any) error {
 	current, err := s.Get(obj)
 	if err != nil {
-		return err
+		return s.Create(obj)
 	}
 	obj = maps.Clone(obj)
 	md := maps.Clone(obj["metadata"].(map[string]any))

@@ -30,7 +30,9 @@ type Result struct {
 	AtSizes []SizeBW `json:"atSizes"`
 	// Training is set for a training log instead of an nccl-tests table.
 	Training *Training `json:"training,omitempty"`
-	Verdict  Verdict   `json:"verdict"`
+	// Span is where the run's pods ran in the network, when their pods and nodes were given.
+	Span    *Span   `json:"span,omitempty"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // SizeBW is the out-of-place bus bandwidth at one message size.

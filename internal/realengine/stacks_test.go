@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -86,7 +87,16 @@ type deployment struct {
 	log   bytes.Buffer
 }
 
-func deploy(t *testing.T, name string) *deployment {
+func deploy(t *testing.T, name string) *deployment { return deployWith(t, name, deployOptions{}) }
+
+// deployOptions change a deployment from the stack as it is.
+type deployOptions struct {
+	vars map[string]string // variables of its own in the engine's environment
+	// withoutBenchmarks turns the stack's benchmarks off in the workspace's copy of its file.
+	withoutBenchmarks bool
+}
+
+func deployWith(t *testing.T, name string, opts deployOptions) *deployment {
 	t.Helper()
 	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
 	if err != nil {
@@ -96,6 +106,26 @@ func deploy(t *testing.T, name string) *deployment {
 	server := startCluster(t, spec)
 	if d.env, err = realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server); err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range opts.vars {
+		d.env.SetEnv(k, v)
+	}
+	if opts.withoutBenchmarks {
+		file := d.env.StackFile(name)
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, off := "  gpucluster:benchmarks:\n    enabled: true\n", "  gpucluster:benchmarks:\n    enabled: false\n"
+		if !strings.Contains(string(raw), on) {
+			t.Fatalf("%s: no %q to turn off", file, on)
+		}
+		if err := os.WriteFile(file, []byte(strings.Replace(string(raw), on, off, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if d.spec, err = topology.LoadStack(file); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if d.stack, err = d.env.Stack(context.Background(), name, program.RunEngine(d.env.StackFile(name))); err != nil {
 		t.Fatal(err)
@@ -117,6 +147,19 @@ func (d *deployment) calls() []record.Call {
 	return calls
 }
 
+// benchmarkStack is the stack whose benchmark operators TestRealEngineStacks deploys: managed
+// GPU nodes whose queue packs by network topology, on NVSwitch nodes with EFA.
+const benchmarkStack = "p5-efa"
+
+// stackBenchmarks says whether a stack's file enables its benchmarks.
+func stackBenchmarks(t *testing.T, name string) bool {
+	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec.Benchmarks.Enabled
+}
+
 // TestRealEngineStacks runs every stack of stacks/ through the real Pulumi CLI and engine: up;
 // a second up with no changes; every documented output, and the README's benchmark command on
 // it; a preview and an up after `gpucluster expire` that change only the expiry; destroy, in an
@@ -126,7 +169,18 @@ func TestRealEngineStacks(t *testing.T) {
 	for _, name := range stackNames(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // each stack has its own API server and workspace
-			d := deploy(t, name)
+			// The file backend rewrites the whole state after every step, and a stack with
+			// benchmarks holds megabytes of CRDs (Trainer's, JobSet's, Kueue's): written
+			// hundreds of times per up, they took this test past go test's 10 minutes. Here the
+			// engine saves the state once, at the end (Pulumi's PULUMI_SKIP_CHECKPOINTS); the
+			// interrupted up of TestRealEngineInterruptedUp keeps every checkpoint.
+			// One stack deploys the benchmark operators (MPI operator, Kubeflow Trainer, Kueue:
+			// the same charts on every stack that enables them, but for the pools' queues); the
+			// others deploy without, which keeps the package inside go test's 10 minutes on two
+			// cores (each such stack costs minutes: the charts' CRDs are megabytes).
+			opts := deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}}
+			opts.withoutBenchmarks = name != benchmarkStack && stackBenchmarks(t, name)
+			d := deployWith(t, name, opts)
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 

@@ -72,8 +72,8 @@ type QueueTopology struct {
 	SliceSize  int    `json:"sliceSize,omitempty"`
 }
 
-// QueueTopologyName is the Kueue Topology of instance types with that many network-node layers.
-func QueueTopologyName(layers int) string { return fmt.Sprintf("aws-network-%d-layers", layers) }
+// queueTopologyName is the Kueue Topology of instance types with that many network-node layers.
+func queueTopologyName(layers int) string { return fmt.Sprintf("aws-network-%d-layers", layers) }
 
 // deriveQueue derives a pool's queue. Topology-aware placement needs Node objects: Kueue counts
 // the capacity of the nodes that exist and carry every level's label, and admits nothing
@@ -102,7 +102,7 @@ func deriveQueue(p PoolSpec, nodes int) *JobQueue {
 		q.Placement = fmt.Sprintf("admitted on quota (%d nodes' worth); %s reports no EC2 instance topology, so nodes carry no network-node labels to pack by",
 			nodes, p.Instance.Name)
 	default:
-		t := &QueueTopology{Name: QueueTopologyName(layers), Preferred: LabelNetworkNodeLayerPrefix + fmt.Sprint(packingLayer)}
+		t := &QueueTopology{Name: queueTopologyName(layers), Preferred: LabelNetworkNodeLayerPrefix + fmt.Sprint(packingLayer)}
 		for l := 1; l <= layers; l++ {
 			t.Levels = append(t.Levels, LabelNetworkNodeLayerPrefix+fmt.Sprint(l))
 		}

@@ -21,14 +21,7 @@ func TestTrainerAndJobSetRunATrainJob(t *testing.T) {
 	stopTrainer, err := s.StartTrainer()
 	must(t, err)
 	defer stopTrainer()
-	must(t, s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "default"}}))
-	mod, err := ModuleDir(TrainerModule)
-	must(t, err)
-	raw, err := os.ReadFile(filepath.Join(mod, "manifests", "base", "runtimes", "torch_distributed.yaml"))
-	must(t, err)
-	runtime, err := yamlToObject(raw)
-	must(t, err)
-	must(t, s.Create(runtime))
+	createReleaseRuntime(t, s)
 
 	job := func(name string, env ...any) map[string]any {
 		trainer := map[string]any{"image": "example/train:1", "command": []any{"torchrun", "train.py"}, "numNodes": 2, "numProcPerNode": 4}
@@ -85,14 +78,7 @@ func TestKueueAdmitsTrainJobsWhole(t *testing.T) {
 	stopKueue, err := s.StartKueue()
 	must(t, err)
 	defer stopKueue()
-	must(t, s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "default"}}))
-	mod, err := ModuleDir(TrainerModule)
-	must(t, err)
-	raw, err := os.ReadFile(filepath.Join(mod, "manifests", "base", "runtimes", "torch_distributed.yaml"))
-	must(t, err)
-	runtime, err := yamlToObject(raw)
-	must(t, err)
-	must(t, s.Create(runtime))
+	createReleaseRuntime(t, s)
 	const kueueAPI = "kueue.x-k8s.io/v1beta2"
 	must(t, s.Create(map[string]any{"apiVersion": kueueAPI, "kind": "ResourceFlavor", "metadata": map[string]any{"name": "gpu"},
 		"spec": map[string]any{"nodeLabels": map[string]any{"pool": "gpu"}}}))
@@ -140,4 +126,18 @@ func TestKueueAdmitsTrainJobsWhole(t *testing.T) {
 	}
 	must(t, s.Delete(first))
 	pods("second", 2, 90*time.Second)
+}
+
+// createReleaseRuntime creates the default namespace's service account and the Trainer release's
+// own torch-distributed runtime, read from the module cache.
+func createReleaseRuntime(t *testing.T, s *Server) {
+	t.Helper()
+	must(t, s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "default"}}))
+	mod, err := ModuleDir(TrainerModule)
+	must(t, err)
+	raw, err := os.ReadFile(filepath.Join(mod, "manifests", "base", "runtimes", "torch_distributed.yaml"))
+	must(t, err)
+	runtime, err := yamlToObject(raw)
+	must(t, err)
+	must(t, s.Create(runtime))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // What the kubelet of an EKS node keeps for itself, per the EKS AL2023 node bootstrap (nodeadm,
@@ -58,7 +60,7 @@ func kubeReservedCPUMillis(vcpus int) float64 {
 // down to whole cores and GiB. Requests equal limits, so the pod is Guaranteed: the last the
 // kubelet evicts under memory pressure, and eligible for exclusive cores under the static CPU
 // manager. /dev/shm is memory-backed and counts within this memory.
-func trainingPodCPUMemory(it InstanceType, pods int) (cpu, memory resource.Quantity) {
+func trainingPodCPUMemory(it catalog.InstanceType, pods int) (cpu, memory resource.Quantity) {
 	cpuMillis, memMiB := nodeAllocatable(it)
 	cpuMillis -= daemonSetCPUMillis
 	memMiB -= daemonSetMemoryMiB
@@ -69,7 +71,7 @@ func trainingPodCPUMemory(it InstanceType, pods int) (cpu, memory resource.Quant
 
 // nodeAllocatable is the CPU (millicores) and memory (MiB) a node of the type offers pods:
 // capacity less kube-reserved and the eviction threshold.
-func nodeAllocatable(it InstanceType) (cpuMillis, memMiB float64) {
+func nodeAllocatable(it catalog.InstanceType) (cpuMillis, memMiB float64) {
 	cpuMillis = float64(it.VCPUs)*1000 - kubeReservedCPUMillis(it.VCPUs)
 	memMiB = float64(it.MemoryGiB)*1024*usableMemoryFraction -
 		float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // Figures worked by hand from EKS's formulas (allocatable.go).
@@ -22,7 +24,7 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 		{"p4d.24xlarge", 4, "23", "272Gi"},
 	}
 	for _, c := range cases {
-		it, _ := LookupInstanceType(c.typ)
+		it, _ := catalog.Lookup(c.typ)
 		cpu, memory := trainingPodCPUMemory(it, c.pods)
 		if cpu.String() != c.cpu || memory.String() != c.memory {
 			t.Errorf("%s, %d pods: cpu %s memory %s, want %s %s", c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
@@ -33,7 +35,7 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 // On every type and pod count, the pods fit in what the kubelet leaves them, with room for the
 // DaemonSets, and each gets at least a core and a GiB.
 func TestTrainingPodsFitTheirNode(t *testing.T) {
-	for _, it := range InstanceTypes() {
+	for _, it := range catalog.All() {
 		for pods := 1; pods <= it.GPUCount; pods++ {
 			cpu, memory := trainingPodCPUMemory(it, pods)
 			usedCPU := cpu.MilliValue()*int64(pods) + int64(kubeReservedCPUMillis(it.VCPUs)) + daemonSetCPUMillis

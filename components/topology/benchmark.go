@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // KeyBenchmarks enables the benchmark jobs of a stack: {enabled, trainingCommand}.
@@ -171,7 +173,7 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 // its memory (else the largest power of two that fits). Without GPUDirect RDMA traffic is staged
 // through host memory at a few GB/s, where a 16 GiB all-reduce takes tens of seconds: the sweep
 // stops at 4 GiB, long after busbw has levelled, with 20 iterations, inside the deadline.
-func ncclSweep(it InstanceType) (int64, int, string) {
+func ncclSweep(it catalog.InstanceType) (int64, int, string) {
 	size, iters := int64(ncclMaxBytes), ncclIterations
 	why := "AWS's sweep end"
 	if !it.GPUDirectRDMA {

@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"sort"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // What a cluster costs besides its instances, us-east-1 list prices. No module the build holds
@@ -46,10 +48,10 @@ type StackCost struct {
 	Source   string `json:"source"`
 }
 
-// EstimateCost prices a derived stack with us-east-1 list prices (PriceSource for instances,
+// EstimateCost prices a derived stack with us-east-1 list prices (catalog.PriceSource for instances,
 // CostSource for the rest). Other regions differ; callers say so.
 func EstimateCost(s StackSpec) StackCost {
-	c := StackCost{Complete: true, Source: fmt.Sprintf("%s on-demand prices from %s (generated %s); %s", PriceRegion, PriceSource, PriceDate, CostSource)}
+	c := StackCost{Complete: true, Source: fmt.Sprintf("%s on-demand prices from %s (generated %s); %s", catalog.PriceRegion, catalog.PriceSource, catalog.PriceDate, CostSource)}
 	add := func(l CostLine) {
 		c.Lines = append(c.Lines, l)
 		c.AtDeploy += l.AtDeploy
@@ -61,7 +63,7 @@ func EstimateCost(s StackSpec) StackCost {
 		add(CostLine{Item: "NAT gateway", AtDeploy: NATGatewayUSDPerHour, AtMost: NATGatewayUSDPerHour, Known: true,
 			Note: "plus $0.045 per GB it processes"})
 	}
-	sys := OnDemand(s.Cluster.SystemNodes.InstanceType)
+	sys := catalog.OnDemand(s.Cluster.SystemNodes.InstanceType)
 	n := float64(s.Cluster.SystemNodes.Count)
 	add(CostLine{Item: fmt.Sprintf("system nodes: %d × %s", s.Cluster.SystemNodes.Count, s.Cluster.SystemNodes.InstanceType),
 		AtDeploy: sys.USDPerHour * n, AtMost: sys.USDPerHour * n, Known: sys.Known})
@@ -77,7 +79,7 @@ func EstimateCost(s StackSpec) StackCost {
 	}
 	add(CostLine{Item: "EBS root volumes (gp3)", AtDeploy: volumes, AtMost: volumesMost, Known: true})
 	for _, p := range s.Pools {
-		price := OnDemand(p.Instance.Name)
+		price := catalog.OnDemand(p.Instance.Name)
 		l := CostLine{Item: fmt.Sprintf("%d to %d × %s", p.Scaling.DesiredNodes, p.Scaling.MaxNodes, p.Instance.Name), Pool: p.Name,
 			AtDeploy: price.USDPerHour * float64(p.Scaling.DesiredNodes), AtMost: price.USDPerHour * float64(p.Scaling.MaxNodes), Known: price.Known}
 		if !price.Known {

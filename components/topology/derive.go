@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // InvalidProfileError is returned by Derive for a profile that fails validation.
@@ -27,7 +29,7 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 	if ps := Validate(p); len(ps) > 0 {
 		return PoolSpec{}, &InvalidProfileError{Profile: poolName, Problems: ps}
 	}
-	it, _ := LookupInstanceType(p.InstanceType)
+	it, _ := catalog.Lookup(p.InstanceType)
 	efa := efaCount(p, it)
 	nics, err := networkInterfaces(it, efa)
 	if err != nil {
@@ -98,7 +100,7 @@ func derivePlacement(p Profile, efa int) PlacementSpec {
 	return PlacementSpec{Strategy: PlacementNone, Reason: why}
 }
 
-func deriveInCluster(poolName string, p Profile, it InstanceType, efa int) InClusterSpec {
+func deriveInCluster(poolName string, p Profile, it catalog.InstanceType, efa int) InClusterSpec {
 	in := InClusterSpec{NodeSelector: map[string]string{LabelPool: poolName}}
 	if p.AMIFamily.ShipsNVIDIADevicePlugin() {
 		in.NVIDIADevicePlugin = Decision{false, "the Bottlerocket NVIDIA image runs the NVIDIA device plugin itself"}
@@ -120,7 +122,7 @@ func deriveInCluster(poolName string, p Profile, it InstanceType, efa int) InClu
 	return in
 }
 
-func deriveFabricManager(p Profile, it InstanceType) FabricManagerDecision {
+func deriveFabricManager(p Profile, it catalog.InstanceType) FabricManagerDecision {
 	if !it.FabricManager {
 		why := fmt.Sprintf("%s has no NVSwitch: its GPUs share PCIe only", it.Name)
 		if it.GPUCount == 1 {
@@ -145,7 +147,7 @@ func deriveFabricManager(p Profile, it InstanceType) FabricManagerDecision {
 }
 
 // podsPerNode is how many training pods share a node: one, or one per GPU (podsPerNode of them).
-func podsPerNode(p Profile, it InstanceType) int {
+func podsPerNode(p Profile, it catalog.InstanceType) int {
 	switch {
 	case p.PodLayout != PodPerGPU:
 		return 1
@@ -155,7 +157,7 @@ func podsPerNode(p Profile, it InstanceType) int {
 	return it.GPUCount
 }
 
-func deriveTrainingPod(p Profile, it InstanceType, efa int, selector map[string]string, tols []Toleration) TrainingPodSpec {
+func deriveTrainingPod(p Profile, it catalog.InstanceType, efa int, selector map[string]string, tols []Toleration) TrainingPodSpec {
 	pods, gpus, efaPerPod := podsPerNode(p, it), it.GPUCount, efa
 	if p.PodLayout == PodPerGPU {
 		gpus, efaPerPod = 1, efa/pods
@@ -188,14 +190,14 @@ func deriveTrainingPod(p Profile, it InstanceType, efa int, selector map[string]
 	return pod
 }
 
-func deriveFindings(p Profile, it InstanceType, spec PoolSpec) []Finding {
+func deriveFindings(p Profile, it catalog.InstanceType, spec PoolSpec) []Finding {
 	fs := []Finding{}
 	efa := spec.Network.EFAInterfaces
 	if efa > 0 && spec.Placement.Strategy == PlacementNone && !p.Capacity.Reserved() {
 		fs = append(fs, Finding{SeverityWarning, "efa-without-placement-group",
 			"EFA pool without a placement group: nodes may land far apart, adding latency to every collective"})
 	}
-	if p.PodLayout == PodPerGPU && it.Interconnect == InterconnectNVSwitch && spec.TrainingPod.PodsPerNode > 1 {
+	if p.PodLayout == PodPerGPU && it.Interconnect == catalog.InterconnectNVSwitch && spec.TrainingPod.PodsPerNode > 1 {
 		fs = append(fs, Finding{SeverityWarning, "pod-per-gpu-on-nvswitch",
 			fmt.Sprintf("one pod per GPU on %s: intra-node traffic leaves NVLink (%d GB/s per GPU) for the network", it.Name, it.NVLinkGBps)})
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 func TestBuiltinProfilesNamedAsTheIssueSays(t *testing.T) {
@@ -211,7 +213,7 @@ func TestNCCLEnvOverridesWinAndAreReported(t *testing.T) {
 // keeps every invariant: the rules hold for all inputs, not just the built-ins.
 func TestDerivationSweep(t *testing.T) {
 	derived, rejected := 0, 0
-	for _, it := range InstanceTypes() {
+	for _, it := range catalog.All() {
 		for _, fabric := range []Fabric{FabricEFA, FabricENAOnly} {
 			for _, layout := range []PodLayout{PodPerNode, PodPerGPU} {
 				for _, pods := range []int{0, 1, 2, 4, 8} {

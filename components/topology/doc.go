@@ -1,5 +1,5 @@
-// Package topology is gpucluster's topology core, pure Go with no Pulumi: the instance catalog
-// (GPUs, interconnect, EFA, network cards, bandwidth, each figure with its source), the built-in
+// Package topology is gpucluster's topology core, pure Go with no Pulumi: over the instance catalog
+// (package catalog: GPUs, interconnect, EFA, network cards, bandwidth, prices), the built-in
 // profiles, the stack-file and engine-configuration readers with their validation (every error
 // with file, line, key and fix), and the derivation of each pool's spec: interfaces, placement,
 // storage, capacity, node metadata, in-cluster pieces, the training pod and the NCCL transports

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // moduleDir is where the build's copy of a module lies in the module cache (it is in go.mod,
@@ -42,7 +44,7 @@ func TestEC2InstanceTypeList(t *testing.T) {
 	if len(ec2InstanceTypes) < 900 {
 		t.Fatalf("only %d EC2 instance types", len(ec2InstanceTypes))
 	}
-	for _, it := range InstanceTypes() {
+	for _, it := range catalog.All() {
 		if !KnownEC2InstanceType(it.Name) {
 			t.Errorf("catalog type %s is not in the EC2 API's list", it.Name)
 		}

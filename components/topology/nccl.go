@@ -3,12 +3,14 @@ package topology
 import (
 	"fmt"
 	"sort"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // pluginManagedEnv lists what aws-ofi-nccl sets itself on AWS platforms (src/platform-aws.c:
 // platform_init and the per-platform table, which also points NCCL_TOPO_FILE at its p4d/p4de
 // topology files). gpucluster does not set these: the plugin knows the platform better.
-func pluginManagedEnv(it InstanceType) []string {
+func pluginManagedEnv(it catalog.InstanceType) []string {
 	env := []string{"FI_EFA_FORK_SAFE", "NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_PROTO"}
 	if it.OFITopologyFile {
 		env = append(env, "NCCL_TOPO_FILE")
@@ -24,7 +26,7 @@ var obsoleteEnv = map[string]string{
 
 // trainingEnv is the NCCL/libfabric environment of the training pod: the little gpucluster sets,
 // then the user's overrides, which win. Sorted by name.
-func trainingEnv(p Profile, it InstanceType) []EnvVar {
+func trainingEnv(p Profile, it catalog.InstanceType) []EnvVar {
 	env := map[string]EnvVar{
 		"NCCL_DEBUG": {Name: "NCCL_DEBUG", Value: "INFO", Source: "gpucluster",
 			Why: "prints the transport of every connection, which `gpucluster doctor` checks against this spec"},
@@ -41,7 +43,7 @@ func trainingEnv(p Profile, it InstanceType) []EnvVar {
 }
 
 // ncclEnvFindings reports overrides that fight the plugin or do nothing.
-func ncclEnvFindings(p Profile, it InstanceType) []Finding {
+func ncclEnvFindings(p Profile, it catalog.InstanceType) []Finding {
 	var fs []Finding
 	managed := map[string]bool{}
 	if p.Fabric == FabricEFA {
@@ -66,7 +68,7 @@ func ncclEnvFindings(p Profile, it InstanceType) []Finding {
 }
 
 // expectedTransports says which NCCL transports a correctly built pool uses, and why.
-func expectedTransports(p Profile, it InstanceType, pod TrainingPodSpec) (intra, inter Transport) {
+func expectedTransports(p Profile, it catalog.InstanceType, pod TrainingPodSpec) (intra, inter Transport) {
 	efa := p.Fabric == FabricEFA && it.EFA
 	switch {
 	case efa && it.GPUDirectRDMA:
@@ -87,7 +89,7 @@ func expectedTransports(p Profile, it InstanceType, pod TrainingPodSpec) (intra,
 			inter.Class, intraNodeLink(it))
 	case pod.GPUsPerPod <= 1:
 		intra = Transport{TransportNone, "", "one GPU per node: no intra-node peer"}
-	case it.Interconnect == InterconnectNVSwitch:
+	case it.Interconnect == catalog.InterconnectNVSwitch:
 		intra = Transport{TransportP2P, transportLogP2P,
 			fmt.Sprintf("NVLink%d through NVSwitch, %d GB/s per GPU (needs fabric manager running)", it.NVLinkGeneration, it.NVLinkGBps)}
 	case it.GPUsCanP2P():
@@ -99,8 +101,8 @@ func expectedTransports(p Profile, it InstanceType, pod TrainingPodSpec) (intra,
 	return intra, inter
 }
 
-func intraNodeLink(it InstanceType) string {
-	if it.Interconnect == InterconnectNVSwitch {
+func intraNodeLink(it catalog.InstanceType) string {
+	if it.Interconnect == catalog.InterconnectNVSwitch {
 		return fmt.Sprintf("NVLink (%d GB/s per GPU)", it.NVLinkGBps)
 	}
 	return "host shared memory"
@@ -108,7 +110,7 @@ func intraNodeLink(it InstanceType) string {
 
 // expectedBandwidth is the per-node inter-node link capacity the pool's interfaces can use:
 // each EFA interface reaches one network card's share; an ENA-only pool has only card 0.
-func expectedBandwidth(it InstanceType, efaUsed int) (float64, string) {
+func expectedBandwidth(it catalog.InstanceType, efaUsed int) (float64, string) {
 	if efaUsed > 0 {
 		gbps := it.GbpsPerCard() * float64(efaUsed)
 		note := fmt.Sprintf("%d of %d network cards carry EFA at %g Gbps each", efaUsed, it.NetworkCards, it.GbpsPerCard())
@@ -119,7 +121,7 @@ func expectedBandwidth(it InstanceType, efaUsed int) (float64, string) {
 }
 
 // burstNote: a burst type's figure is its baseline; the advertised "up to" rate lasts minutes.
-func burstNote(it InstanceType) string {
+func burstNote(it catalog.InstanceType) string {
 	if !it.NetworkBurstOnly {
 		return ""
 	}

@@ -1,13 +1,17 @@
 package topology
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
 
 // networkInterfaces lays out a launch template's interfaces per current EC2 guidance
 // ("Maximize network bandwidth on accelerated instance types", efa-acc-inst-types.html):
 // card 0 device 0 is the primary ENA `interface`; the first EFA is card 0 device 1 `efa-only`;
 // every further card carries one `efa-only` at device 0. One EFA per card, so p5 gets
 // 1 ENA + 32 EFA over cards 0-31. An ENA-only pool gets the primary interface alone.
-func networkInterfaces(it InstanceType, efa int) ([]NetworkInterface, error) {
+func networkInterfaces(it catalog.InstanceType, efa int) ([]NetworkInterface, error) {
 	nics := []NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: InterfaceENA, DeleteOnTermination: true}}
 	for card := 0; card < efa; card++ {
 		device := 0

@@ -1,10 +1,14 @@
 package topology
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
 
 // Every catalog type belongs to a quota class: a type added to the catalog without one fails here.
 func TestEveryCatalogTypeHasAVCPUQuota(t *testing.T) {
-	for _, name := range InstanceTypeNames() {
+	for _, name := range catalog.Names() {
 		for _, spot := range []bool{false, true} {
 			if _, err := vcpuQuotaName(name, spot); err != nil {
 				t.Error(err)

@@ -1,6 +1,10 @@
 package topology
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
 
 // The derived cluster spec: everything the Pulumi components and the review need, decided here
 // and nowhere else. JSON field names are lowerCamelCase and documented in docs/json.md; they are a
@@ -40,7 +44,7 @@ type PoolSpec struct {
 	Profile     string `json:"profile"`
 	Description string `json:"description,omitempty"`
 
-	Instance    InstanceType `json:"instance"`
+	Instance    catalog.InstanceType `json:"instance"`
 	Provisioner Provisioner  `json:"provisioner"`
 	Scaling     Scaling      `json:"scaling"`
 	// AvailabilityZones: the pool's own zones, else the VPC's first zone (resolved when the stack

@@ -10,6 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // ConfigNamespace is the Pulumi project name: stack config keys are "gpucluster:<key>".
@@ -139,8 +141,8 @@ func checkCostGuard(spec *StackSpec, st Stack) error {
 		fixed -= l.AtMost
 	}
 	region := ""
-	if st.Region != PriceRegion {
-		region = fmt.Sprintf(" (%s list prices; %s prices differ)", PriceRegion, st.Region)
+	if st.Region != catalog.PriceRegion {
+		region = fmt.Sprintf(" (%s list prices; %s prices differ)", catalog.PriceRegion, st.Region)
 	}
 	fix := "raise " + KeyMaxHourlyCost + " if the team agreed to it"
 	if d := costDrivers(c); len(d) > 0 {

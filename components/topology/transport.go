@@ -1,6 +1,10 @@
 package topology
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
 
 // Transport classes beyond those a pool is expected to use: what NCCL may also print.
 const (
@@ -59,12 +63,12 @@ func WorseTransport(observed, expected string) bool {
 // PXB) only where the catalog says the type permits PCIe P2P: g5, g6 and g6e report PIX/PXB yet
 // their hypervisor blocks P2P. Through a host bridge or across NUMA nodes NCCL's default
 // NCCL_P2P_LEVEL uses SHM. it may be nil when the type is unknown: the label alone decides.
-func LinkAllowsP2P(link string, it *InstanceType) bool {
+func LinkAllowsP2P(link string, it *catalog.InstanceType) bool {
 	switch {
 	case strings.HasPrefix(link, "NV"):
 		return true
 	case link == "PIX" || link == "PXB":
-		return it == nil || it.Interconnect != InterconnectPCIe || it.PCIeP2P
+		return it == nil || it.Interconnect != catalog.InterconnectPCIe || it.PCIeP2P
 	}
 	return false
 }

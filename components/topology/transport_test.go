@@ -1,6 +1,10 @@
 package topology
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
 
 func TestClassifyTransportEverySpelling(t *testing.T) {
 	cases := map[string]string{
@@ -36,12 +40,12 @@ func TestWorseTransport(t *testing.T) {
 
 // PIX and PXB do not mean P2P where the hypervisor blocks it: the catalog decides.
 func TestLinkAllowsP2P(t *testing.T) {
-	p5, _ := LookupInstanceType("p5.48xlarge")
-	g6e, _ := LookupInstanceType("g6e.48xlarge")
-	g5, _ := LookupInstanceType("g5.48xlarge")
+	p5, _ := catalog.Lookup("p5.48xlarge")
+	g6e, _ := catalog.Lookup("g6e.48xlarge")
+	g5, _ := catalog.Lookup("g5.48xlarge")
 	cases := []struct {
 		link string
-		it   *InstanceType
+		it   *catalog.InstanceType
 		want bool
 	}{
 		{"NV18", &p5, true}, {"PIX", nil, true}, {"PXB", nil, true}, {"NODE", nil, false}, {"SYS", &p5, false},

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 var (
@@ -23,10 +25,10 @@ const maxPartitions = 7
 // Validate returns every problem of a profile, or nil. It never stops at the first problem.
 func Validate(p Profile) []Problem {
 	var ps problems
-	it, known := LookupInstanceType(p.InstanceType)
+	it, known := catalog.Lookup(p.InstanceType)
 	if !known {
-		ps.add("instanceType", "use one of: "+strings.Join(InstanceTypeNames(), ", "),
-			"unknown instance type %q%s", p.InstanceType, Suggest(p.InstanceType, InstanceTypeNames()))
+		ps.add("instanceType", "use one of: "+strings.Join(catalog.Names(), ", "),
+			"unknown instance type %q%s", p.InstanceType, Suggest(p.InstanceType, catalog.Names()))
 	}
 	validateScaling(&ps, p)
 	validatePlacement(&ps, p)
@@ -130,7 +132,7 @@ func validateCapacity(ps *problems, p Profile) {
 	}
 }
 
-func validateImage(ps *problems, p Profile, it InstanceType, known bool) {
+func validateImage(ps *problems, p Profile, it catalog.InstanceType, known bool) {
 	switch p.AMIFamily {
 	case AMIAL2023NVIDIA, AMIBottlerocketNVIDIA:
 		if p.AMIID != "" {
@@ -170,7 +172,7 @@ func validateImage(ps *problems, p Profile, it InstanceType, known bool) {
 	}
 }
 
-func validateShm(ps *problems, p Profile, it InstanceType, known bool) {
+func validateShm(ps *problems, p Profile, it catalog.InstanceType, known bool) {
 	q, err := resource.ParseQuantity(p.ShmSize)
 	switch {
 	case err != nil:
@@ -277,7 +279,7 @@ func validateNodeMetadata(ps *problems, p Profile) {
 	}
 }
 
-func validateFabric(ps *problems, p Profile, it InstanceType) {
+func validateFabric(ps *problems, p Profile, it catalog.InstanceType) {
 	switch p.Fabric {
 	case FabricEFA:
 		if !it.EFA {
@@ -306,7 +308,7 @@ func validateFabric(ps *problems, p Profile, it InstanceType) {
 // all and NCCL silently falls back to NET/Socket. On p4d (8 GPUs, 4 EFA) one pod per GPU
 // therefore means at most 4 pods, which the user must state with podsPerNode: 4 (the field
 // experiment's shape), accepting 4 idle GPUs per node.
-func validatePodLayout(ps *problems, p Profile, it InstanceType) {
+func validatePodLayout(ps *problems, p Profile, it catalog.InstanceType) {
 	switch p.PodLayout {
 	case PodPerNode:
 		if p.PodsPerNode > 1 {
@@ -340,7 +342,7 @@ func validatePodLayout(ps *problems, p Profile, it InstanceType) {
 	}
 }
 
-func efaCount(p Profile, it InstanceType) int {
+func efaCount(p Profile, it catalog.InstanceType) int {
 	if p.Fabric != FabricEFA || !it.EFA {
 		return 0
 	}

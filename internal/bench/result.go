@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 	"github.com/gpucluster/gpucluster/internal/doctor"
 )
 
@@ -50,9 +51,9 @@ const (
 
 // Verdict says whether the run is right (no wrong results) and as fast as published figures.
 type Verdict struct {
-	Status     string                    `json:"status"`
-	Reasons    []string                  `json:"reasons"`
-	References []topology.BusBWReference `json:"references,omitempty"`
+	Status     string                   `json:"status"`
+	Reasons    []string                 `json:"reasons"`
+	References []catalog.BusBWReference `json:"references,omitempty"`
 }
 
 // reportSizes are the sizes whose busbw every report shows, when the sweep reached them.
@@ -185,7 +186,7 @@ func (r *Result) judge() Verdict {
 		unknown("node count unknown: the log has neither nccl-tests' \"Rank … on HOST\" lines nor NCCL's nNodes; pass --nodes N")
 		return v
 	}
-	v.References = topology.BusBWReferences(r.InstanceType, r.Nodes)
+	v.References = catalog.BusBWReferences(r.InstanceType, r.Nodes)
 	if len(v.References) == 0 {
 		unknown("no published all_reduce_perf figure for %d x %s; bandwidth not judged: compare runs of your own instead (gpucluster bench compare A.json B.json)", r.Nodes, r.InstanceType)
 		return v
@@ -198,10 +199,10 @@ func (r *Result) judge() Verdict {
 			continue
 		}
 		judged = true
-		got, floor := row.OutOfPlace.BusBW, ref.BusBW*topology.BusBWTolerance
+		got, floor := row.OutOfPlace.BusBW, ref.BusBW*catalog.BusBWTolerance
 		if got < floor {
 			fail("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s (below the %.0f%% nccl-tests accepts)",
-				got, topology.HumanSize(ref.Bytes), 100*got/ref.BusBW, ref.BusBW, 100*topology.BusBWTolerance)
+				got, topology.HumanSize(ref.Bytes), 100*got/ref.BusBW, ref.BusBW, 100*catalog.BusBWTolerance)
 		} else {
 			v.Reasons = append(v.Reasons, fmt.Sprintf("busbw %.2f GB/s at %s is %.0f%% of the published %.2f GB/s",
 				got, topology.HumanSize(ref.Bytes), 100*got/ref.BusBW, ref.BusBW))

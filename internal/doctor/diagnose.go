@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // classify is the core's classification of a transport as NCCL prints it.
@@ -227,7 +228,7 @@ var pluginPlatforms = map[string]string{"P4d": "p4d.24xlarge", "P4de": "p4de.24x
 
 // instanceOf is the instance type the job ran on: the pool's when one is given, else the
 // platform aws-ofi-nccl announced, when the catalog knows it.
-func instanceOf(l *Log, pool *topology.PoolSpec) *topology.InstanceType {
+func instanceOf(l *Log, pool *topology.PoolSpec) *catalog.InstanceType {
 	if pool != nil {
 		return &pool.Instance
 	}
@@ -235,13 +236,13 @@ func instanceOf(l *Log, pool *topology.PoolSpec) *topology.InstanceType {
 	if n, ok := pluginPlatforms[name]; ok {
 		name = n
 	}
-	if it, ok := topology.LookupInstanceType(name); ok {
+	if it, ok := catalog.Lookup(name); ok {
 		return &it
 	}
 	return nil
 }
 
-func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommReport) []Finding {
+func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport) []Finding {
 	fs := []Finding{} // JSON: [] when there is none, never null
 	add := func(code, severity, evidence, cause, fix string) {
 		fs = append(fs, Finding{Code: code, Severity: severity, Evidence: evidence, Cause: cause, Fix: fix})
@@ -291,7 +292,7 @@ func signatures(l *Log, topo *Topo, it *topology.InstanceType, comms []CommRepor
 			}
 		}
 	}
-	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == topology.InterconnectNVSwitch)
+	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == catalog.InterconnectNVSwitch)
 	for i, c := range l.SortedComms() {
 		cr := comms[i]
 		// One rank per NCCL node (NCCL's node is the pod: its host hash) on a type with several
@@ -443,7 +444,7 @@ func otherInstance(platform string, pool *topology.PoolSpec, against string) str
 }
 
 func intraNodeName(pool *topology.PoolSpec) string {
-	if pool.Instance.Interconnect == topology.InterconnectNVSwitch {
+	if pool.Instance.Interconnect == catalog.InterconnectNVSwitch {
 		return "NVLink"
 	}
 	return "the node"

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // Topo is an `nvidia-smi topo -m` matrix: the link between every GPU pair and each GPU's CPU and
@@ -25,7 +26,7 @@ type Topo struct {
 
 // judgeP2P counts the pairs that can use P2P: by the link labels alone (it nil), or on an
 // instance type the catalog knows (topology.LinkAllowsP2P).
-func (t *Topo) judgeP2P(it *topology.InstanceType) {
+func (t *Topo) judgeP2P(it *catalog.InstanceType) {
 	t.Pairs, t.P2PPairs = 0, 0
 	for _, l := range t.Links {
 		t.Pairs++

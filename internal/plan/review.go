@@ -9,6 +9,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/podtemplate"
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 	"github.com/gpucluster/gpucluster/infra/offline"
 )
 
@@ -282,12 +283,12 @@ func costSection(s topology.StackSpec) string {
 	}
 	if len(logs) > 0 {
 		fmt.Fprintf(&b, "Not hourly: %s ($%.2f per GB ingested, $%.2f per GB-month stored), data the NAT gateway processes and data transfer.\n\n",
-			strings.Join(logs, " and "), topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth)
+			strings.Join(logs, " and "), catalog.LogsIngestUSDPerGB, catalog.LogsStorageUSDPerGBMonth)
 	} else {
 		b.WriteString("Not hourly: data the NAT gateway processes and data transfer.\n\n")
 	}
 	fmt.Fprintf(&b, "Prices: %s", c.Source)
-	if s.Region != topology.PriceRegion {
+	if s.Region != catalog.PriceRegion {
 		fmt.Fprintf(&b, "; %s prices differ", s.Region)
 	}
 	b.WriteString(".\n\n")
@@ -295,9 +296,9 @@ func costSection(s topology.StackSpec) string {
 }
 
 func poolCost(p topology.PoolSpec) string {
-	price := topology.OnDemand(p.Instance.Name)
+	price := catalog.OnDemand(p.Instance.Name)
 	if !price.Known {
-		return fmt.Sprintf("no on-demand price for %s in the source (%s)", p.Instance.Name, topology.PriceSource)
+		return fmt.Sprintf("no on-demand price for %s in the source (%s)", p.Instance.Name, catalog.PriceSource)
 	}
 	line := fmt.Sprintf("$%.2f per node-hour; $%.2f per hour at %d node(s), $%.2f at %d", price.USDPerHour,
 		price.USDPerHour*float64(p.Scaling.DesiredNodes), p.Scaling.DesiredNodes, price.USDPerHour*float64(p.Scaling.MaxNodes), p.Scaling.MaxNodes)
@@ -307,7 +308,7 @@ func poolCost(p topology.PoolSpec) string {
 	case p.Capacity.Type == topology.CapacitySpot:
 		line += "; spot is cheaper and varies: this is its ceiling"
 	}
-	return line + fmt.Sprintf(" (%s on-demand, %s, %s)", topology.PriceRegion, topology.PriceSource, topology.PriceDate)
+	return line + fmt.Sprintf(" (%s on-demand, %s, %s)", catalog.PriceRegion, catalog.PriceSource, catalog.PriceDate)
 }
 
 func publicEndpoint(c topology.ClusterSettings) string {
@@ -328,8 +329,8 @@ func flowLogLine(s topology.StackSpec) string {
 		return "not set by gpucluster: the existing VPC's owner configures them"
 	}
 	note := fmt.Sprintf("%s traffic to CloudWatch Logs `%s`, kept %d days (deleted with the stack); $%.2f per GB delivered and $%.2f per GB-month stored (%s)",
-		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth, topology.LogsPriceSource)
-	if s.Region != topology.PriceRegion {
+		f.TrafficType, network.FlowLogGroup(s.Cluster.Name), f.RetentionDays, catalog.LogsIngestUSDPerGB, catalog.LogsStorageUSDPerGBMonth, catalog.LogsPriceSource)
+	if s.Region != catalog.PriceRegion {
 		note += "; " + s.Region + " prices differ"
 	}
 	return note + "; volume grows with the number of flows, not their bytes"
@@ -343,8 +344,8 @@ func controlPlaneLogLine(s topology.StackSpec) string {
 	}
 	note := fmt.Sprintf("%s to CloudWatch Logs `%s`, created by the stack before the cluster (EKS would create it unowned, kept forever), kept %d days and deleted with the stack; $%.2f per GB ingested and $%.2f per GB-month stored (%s)",
 		strings.Join(s.Cluster.LogTypes, ", "), topology.ControlPlaneLogGroup(s.Cluster.Name), topology.ControlPlaneLogRetentionDays,
-		topology.LogsIngestUSDPerGB, topology.LogsStorageUSDPerGBMonth, topology.LogsPriceSource)
-	if s.Region != topology.PriceRegion {
+		catalog.LogsIngestUSDPerGB, catalog.LogsStorageUSDPerGBMonth, catalog.LogsPriceSource)
+	if s.Region != catalog.PriceRegion {
 		note += "; " + s.Region + " prices differ"
 	}
 	return note + "; the audit log grows with every API request"
@@ -456,6 +457,6 @@ func expirySection(s topology.StackSpec) string {
 		}
 	}
 	fmt.Fprintf(&b, "\nUntil then the stack costs %s after `pulumi up` (%s at every pool's maximum).", usd(c.AtDeploy, c.Complete), usd(c.AtMost, c.Complete))
-	fmt.Fprintf(&b, " Afterwards, until `pulumi destroy`, these keep running: %s, about **$%.2f per hour** (%s).\n\n", strings.Join(items, ", "), remaining, topology.PriceRegion+" list prices")
+	fmt.Fprintf(&b, " Afterwards, until `pulumi destroy`, these keep running: %s, about **$%.2f per hour** (%s).\n\n", strings.Join(items, ", "), remaining, catalog.PriceRegion+" list prices")
 	return b.String()
 }

@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 // Price is an on-demand hourly price with where it comes from.
 type Price struct {

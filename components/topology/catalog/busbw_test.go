@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 import "testing"
 
@@ -6,7 +6,7 @@ import "testing"
 // with a source, and is found by the lookup the report uses.
 func TestBusBWReferences(t *testing.T) {
 	for _, r := range busBWReferences {
-		if _, ok := LookupInstanceType(r.InstanceType); !ok {
+		if _, ok := Lookup(r.InstanceType); !ok {
 			t.Errorf("%s: not in the catalog", r.InstanceType)
 		}
 		if r.Nodes < 2 || r.Bytes <= 0 || r.BusBW <= 0 || r.Source == "" {

@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 import (
 	"os"
@@ -21,11 +21,11 @@ var requiredTypes = []string{
 
 func TestCatalogHoldsEveryRequiredType(t *testing.T) {
 	for _, name := range requiredTypes {
-		if _, ok := LookupInstanceType(name); !ok {
+		if _, ok := Lookup(name); !ok {
 			t.Errorf("catalog lacks %s", name)
 		}
 	}
-	if got, want := len(InstanceTypes()), len(requiredTypes); got != want {
+	if got, want := len(All()), len(requiredTypes); got != want {
 		t.Errorf("catalog has %d entries, the required list %d: add the new type to requiredTypes", got, want)
 	}
 }
@@ -33,7 +33,7 @@ func TestCatalogHoldsEveryRequiredType(t *testing.T) {
 // TestCatalogAgreesWithAWSNetworkCardData compares every entry's network cards with AWS's own
 // generated data (amazon-vpc-cni-k8s, from EC2 DescribeInstanceTypes).
 func TestCatalogAgreesWithAWSNetworkCardData(t *testing.T) {
-	for _, it := range InstanceTypes() {
+	for _, it := range All() {
 		t.Run(it.Name, func(t *testing.T) {
 			cards, err := vpc.GetNetworkCards(it.Name)
 			if err != nil {
@@ -81,7 +81,7 @@ func TestCatalogFactsFromDesign(t *testing.T) {
 		"g6e.48xlarge":     {8, 4, 400, false, false, InterconnectPCIe},
 	}
 	for name, want := range design {
-		it, ok := LookupInstanceType(name)
+		it, ok := Lookup(name)
 		if !ok {
 			t.Errorf("%s missing", name)
 			continue
@@ -91,14 +91,14 @@ func TestCatalogFactsFromDesign(t *testing.T) {
 			t.Errorf("%s: catalog %+v, DESIGN.md %+v", name, got, want)
 		}
 	}
-	if it, _ := LookupInstanceType("g6e.12xlarge"); it.GPUsCanP2P() {
+	if it, _ := Lookup("g6e.12xlarge"); it.GPUsCanP2P() {
 		t.Error("g6e.12xlarge GPUs see each other as NODE (field measurement): no P2P")
 	}
 }
 
 // TestCatalogInvariants holds for every entry, present and future.
 func TestCatalogInvariants(t *testing.T) {
-	for _, it := range InstanceTypes() {
+	for _, it := range All() {
 		t.Run(it.Name, func(t *testing.T) {
 			check := func(ok bool, format string, args ...any) {
 				t.Helper()
@@ -141,7 +141,7 @@ func TestCatalogBandwidthAgreesWithKarpenter(t *testing.T) {
 	if len(upstream) < 500 {
 		t.Fatalf("read %d types from Karpenter's bandwidth table", len(upstream))
 	}
-	for _, it := range InstanceTypes() {
+	for _, it := range All() {
 		up, ok := upstream[it.Name]
 		switch {
 		case !ok:

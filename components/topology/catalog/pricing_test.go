@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 import (
 	"os"
@@ -40,7 +40,7 @@ func TestPricesMatchKarpentersTable(t *testing.T) {
 			t.Errorf("%s: %.6f here, %.6f (present %v) in Karpenter's table", typ, price, up, ok)
 		}
 	}
-	for _, it := range InstanceTypes() {
+	for _, it := range All() {
 		if _, here := onDemandUSEast1[it.Name]; !here && upstream[it.Name] != 0 {
 			t.Errorf("%s has a price upstream (%.6f) that the plan does not show", it.Name, upstream[it.Name])
 		}

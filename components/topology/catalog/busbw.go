@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 // BusBWReference is a published nccl-tests all_reduce_perf result: the bus bandwidth one
 // instance type reached over EFA with a given node count and message size. Each figure names

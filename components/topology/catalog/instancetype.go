@@ -1,4 +1,4 @@
-package topology
+package catalog
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ const (
 
 // InstanceType holds what gpucluster needs to know about one EC2 GPU instance type.
 // Field names say the unit. The catalog entries below cite their sources; the network-card
-// figures are also checked against AWS's generated data in amazon-vpc-cni-k8s (catalog_test.go).
+// figures are also checked against AWS's generated data in amazon-vpc-cni-k8s (instancetype_test.go).
 type InstanceType struct {
 	Name          string `json:"name"`
 	GPUModel      string `json:"gpuModel"`
@@ -71,7 +71,7 @@ type InstanceType struct {
 //	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
 //	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html
 //	[vpc-cni]    github.com/aws/amazon-vpc-cni-k8s v1.20.4 pkg/vpc/vpc_ip_resource_limit.go
-//	             (generated from EC2 DescribeInstanceTypes; read by catalog_test.go)
+//	             (generated from EC2 DescribeInstanceTypes; read by instancetype_test.go)
 //	[karpenter]  github.com/aws/karpenter-provider-aws v1.14.1
 //	             pkg/providers/instancetype/zz_generated.bandwidth.go (baseline Mbps)
 //	[fm]         NVIDIA Fabric Manager user guide: required on HGX A100/H100/H200/B200 NVSwitch systems
@@ -169,22 +169,22 @@ var catalogByName = func() map[string]InstanceType {
 }()
 
 // LookupInstanceType returns the catalog entry for an EC2 instance type name.
-func LookupInstanceType(name string) (InstanceType, bool) {
+func Lookup(name string) (InstanceType, bool) {
 	t, ok := catalogByName[name]
 	return t, ok
 }
 
 // InstanceTypes returns every catalog entry, sorted by name.
-func InstanceTypes() []InstanceType {
+func All() []InstanceType {
 	out := append([]InstanceType(nil), catalog...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // InstanceTypeNames returns the names of every catalog entry, sorted.
-func InstanceTypeNames() []string {
+func Names() []string {
 	names := make([]string, 0, len(catalog))
-	for _, t := range InstanceTypes() {
+	for _, t := range All() {
 		names = append(names, t.Name)
 	}
 	return names

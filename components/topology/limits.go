@@ -42,7 +42,7 @@ var awsRegions = []string{
 func KnownRegion(name string) bool { return slices.Contains(awsRegions, name) }
 
 // ec2InstanceTypes is every instance type name of the EC2 API (aws-sdk-go-v2 service/ec2
-// v1.254.0, types.InstanceType), for the types outside the GPU catalog (system nodes).
+// v1.344.3, types.InstanceType), for the types outside the GPU catalog (system nodes).
 var ec2InstanceTypes = ec2types.InstanceType("").Values()
 
 // KnownEC2InstanceType says whether EC2 has an instance type of that name.

@@ -45,8 +45,8 @@ type PoolSpec struct {
 	Description string `json:"description,omitempty"`
 
 	Instance    catalog.InstanceType `json:"instance"`
-	Provisioner Provisioner  `json:"provisioner"`
-	Scaling     Scaling      `json:"scaling"`
+	Provisioner Provisioner          `json:"provisioner"`
+	Scaling     Scaling              `json:"scaling"`
 	// AvailabilityZones: the pool's own zones, else the VPC's first zone (resolved when the stack
 	// is read); empty only for a profile derived outside a stack.
 	AvailabilityZones []string      `json:"availabilityZones"`

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 )
@@ -152,6 +154,16 @@ func TestCatalogBandwidthAgreesWithKarpenter(t *testing.T) {
 			t.Errorf("%s: %d Gbps, Karpenter's baseline %g (a burst type? set networkBurstOnly)", it.Name, it.NetworkGbps, up)
 		case it.NetworkBurstOnly && float64(it.NetworkGbps) <= up:
 			t.Errorf("%s: bursts to %d Gbps, no more than its baseline %g", it.Name, it.NetworkGbps, up)
+		}
+	}
+}
+
+// TestCatalogNamesAreEC2InstanceTypes holds every name to the EC2 API's own enum (aws-sdk-go-v2
+// service/ec2 v1.344.3, types.InstanceType, generated from the EC2 API model).
+func TestCatalogNamesAreEC2InstanceTypes(t *testing.T) {
+	for _, it := range All() {
+		if !slices.Contains(ec2types.InstanceType("").Values(), ec2types.InstanceType(it.Name)) {
+			t.Errorf("%s is not an EC2 instance type in the API's enum", it.Name)
 		}
 	}
 }

@@ -25,10 +25,6 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// KubectlImage runs the in-cluster stop: the Kubernetes project's kubectl image, pinned to the
-// cluster's minor version. Only kubectl is called (no shell), one command per container.
-const KubectlImage = "registry.k8s.io/kubectl:v1.34.0"
-
 // UpdateNodegroupTarget is EventBridge Scheduler's universal target for the EKS
 // UpdateNodegroupConfig API, in the region's partition.
 func UpdateNodegroupTarget(partition string) string {
@@ -53,6 +49,9 @@ type Args struct {
 	K8s       pulumi.ProviderResource
 	Tags      map[string]string
 	Labels    map[string]string
+	// KubectlImage runs the in-cluster stop (topology.KubectlImage: the cluster's own version).
+	// Only kubectl is called (no shell), one command per container.
+	KubectlImage string
 }
 
 // Expiry is the gpucluster:index:Expiry component.
@@ -64,6 +63,9 @@ type Expiry struct {
 
 // New stops every GPU pool at args.At.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Expiry, error) {
+	if args.KubectlImage == "" && len(args.NodePools) > 0 {
+		return nil, fmt.Errorf("expiry %s: no kubectl image for the NodePools' stop", name)
+	}
 	e := &Expiry{}
 	at := args.At.UTC().Format(time.RFC3339)
 	if err := ctx.RegisterComponentResourceV2("gpucluster:index:Expiry", name, pulumi.Map{"at": pulumi.String(at)}, e, opts...); err != nil {
@@ -194,7 +196,7 @@ func nodePoolJob(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Res
 	}
 	var patches corev1.ContainerArray
 	for i, np := range args.NodePools {
-		patches = append(patches, kubectl(fmt.Sprintf("limit-%d", i), "patch", "nodepool", np, "--type", "merge",
+		patches = append(patches, kubectl(args.KubectlImage, fmt.Sprintf("limit-%d", i), "patch", "nodepool", np, "--type", "merge",
 			"-p", `{"spec":{"limits":{"`+topology.ResourceGPU+`":"0"}}}`))
 	}
 	selector := "karpenter.sh/nodepool in (" + joinComma(args.NodePools) + ")"
@@ -224,7 +226,7 @@ func nodePoolJob(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Res
 						NodeSelector:   pulumi.StringMap{topology.LabelPool: pulumi.String(topology.SystemPool)},
 						InitContainers: patches,
 						Volumes:        corev1.VolumeArray{corev1.VolumeArgs{Name: pulumi.String("tmp"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}},
-						Containers:     corev1.ContainerArray{kubectl("delete-nodeclaims", "delete", "nodeclaims", "-l", selector, "--wait=false")},
+						Containers:     corev1.ContainerArray{kubectl(args.KubectlImage, "delete-nodeclaims", "delete", "nodeclaims", "-l", selector, "--wait=false")},
 					},
 				},
 			}},
@@ -233,9 +235,9 @@ func nodePoolJob(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Res
 	return err
 }
 
-func kubectl(name string, args ...string) corev1.ContainerArgs {
+func kubectl(image, name string, args ...string) corev1.ContainerArgs {
 	return corev1.ContainerArgs{
-		Name: pulumi.String(name), Image: pulumi.String(KubectlImage),
+		Name: pulumi.String(name), Image: pulumi.String(image),
 		// The root filesystem is read-only: kubectl keeps its discovery cache in the scratch volume.
 		Command:      pulumi.ToStringArray(append([]string{"kubectl", "--cache-dir=/tmp/kube-cache"}, args...)),
 		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("tmp"), MountPath: pulumi.String("/tmp")}},

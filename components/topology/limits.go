@@ -22,11 +22,6 @@ const (
 	quotaNameNodes      = "Amazon EKS quota \"Nodes per managed node group\""
 )
 
-// maxKubernetesMinor is the newest Kubernetes version gpucluster supports: the version of the
-// kube-apiserver its tests create every object in (internal/kubeapi, v1.34.1) and of the pinned
-// EKS AL2023 image release. A newer EKS version needs those pins moved first.
-const maxKubernetesMinor = 34
-
 // awsRegions are the regions of pulumi-aws v6.83.2 (sdk/go/aws/pulumiEnums.go, type Region),
 // the provider gpucluster deploys with; a test holds this list equal to that file.
 var awsRegions = []string{

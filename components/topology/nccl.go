@@ -113,7 +113,7 @@ func intraNodeLink(it catalog.InstanceType) string {
 func expectedBandwidth(it catalog.InstanceType, efaUsed int) (float64, string) {
 	if efaUsed > 0 {
 		gbps := it.GbpsPerCard() * float64(efaUsed)
-		note := fmt.Sprintf("%d of %d network cards carry EFA at %g Gbps each", efaUsed, it.NetworkCards, it.GbpsPerCard())
+		note := fmt.Sprintf("%d of %d EFA network cards carry EFA at %g Gbps each", efaUsed, it.MaxEFA, it.GbpsPerCard())
 		return gbps, note + burstNote(it)
 	}
 	note := fmt.Sprintf("one ENA interface on card 0 (%g Gbps); TCP sockets reach only part of it (field: g6e-ena ran 2.2x slower than g6e-efa)", it.GbpsPerCard())

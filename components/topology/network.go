@@ -8,12 +8,13 @@ import (
 
 // networkInterfaces lays out a launch template's interfaces per current EC2 guidance
 // ("Maximize network bandwidth on accelerated instance types", efa-acc-inst-types.html):
-// card 0 device 0 is the primary ENA `interface`; the first EFA is card 0 device 1 `efa-only`;
-// every further card carries one `efa-only` at device 0. One EFA per card, so p5 gets
-// 1 ENA + 32 EFA over cards 0-31. An ENA-only pool gets the primary interface alone.
+// card 0 device 0 is the primary ENA `interface`; an EFA on card 0 is device 1 `efa-only`;
+// every other EFA card carries one `efa-only` at device 0. One EFA per card, on the type's EFA
+// cards (catalog.InstanceType.EFANetworkCards): p5 gets 1 ENA + 32 EFA over cards 0-31,
+// p6-b300 1 ENA on card 0 + 16 EFA on cards 1-16. An ENA-only pool gets the primary interface alone.
 func networkInterfaces(it catalog.InstanceType, efa int) ([]NetworkInterface, error) {
 	nics := []NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: InterfaceENA, DeleteOnTermination: true}}
-	for card := 0; card < efa; card++ {
+	for _, card := range it.EFANetworkCards(efa) {
 		device := 0
 		if card == 0 {
 			device = 1

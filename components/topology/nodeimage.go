@@ -4,12 +4,6 @@ package topology
 // capacity is bought in each API's words, which image Karpenter pins, the instance metadata
 // options, and the disk layout.
 
-// KarpenterAL2023Alias pins the EKS AL2023 image Karpenter launches: release v20250915, the first
-// with containerd 2.1 for Kubernetes 1.34 and on the NVIDIA 570 driver branch, with its host
-// fabric manager (amazon-eks-ami#2470). Karpenter picks the image's NVIDIA variant for GPU types.
-// A managed node group takes the image EKS resolves for the cluster version instead.
-const KarpenterAL2023Alias = "al2023@v20250915"
-
 // nodeGroupCapacityType is the EKS node group API's capacityType: an ODCR is launched on demand
 // (the launch template targets the reservation); a Capacity Block has its own type.
 var nodeGroupCapacityType = map[CapacityType]string{

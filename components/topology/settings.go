@@ -98,11 +98,10 @@ var (
 
 // Defaults for the stack-level settings.
 const (
-	DefaultKubernetesVersion = "1.34" // matches the kube-apiserver the tests validate objects with
-	DefaultVPCCIDR           = "10.0.0.0/16"
-	DefaultServiceCIDR       = "172.20.0.0/16" // EKS's default service range
-	DefaultSystemInstance    = "m7i.large"
-	DefaultSystemNodes       = 2
+	DefaultVPCCIDR        = "10.0.0.0/16"
+	DefaultServiceCIDR    = "172.20.0.0/16" // EKS's default service range
+	DefaultSystemInstance = "m7i.large"
+	DefaultSystemNodes    = 2
 )
 
 // ControlPlaneLogGroup is where EKS writes a cluster's control-plane logs (EKS UG "Send control
@@ -164,9 +163,6 @@ var (
 // maxClusterNameLength keeps "<cluster>-<pool>" node group names within EKS's 63 characters.
 const maxClusterNameLength = 38
 
-// minKubernetesMinor is the oldest EKS version with access entries and AL2023 NVIDIA images.
-const minKubernetesMinor = 30
-
 // StackName is the stack a file belongs to: "dev" for stacks/Pulumi.dev.yaml.
 func StackName(file string) string {
 	base := filepath.Base(file)
@@ -213,14 +209,8 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, maxClusterNameLength),
 			"cluster name %q (the stack name by default) cannot name the EKS cluster and its node groups", c.Name)
 	}
-	switch m := versionPattern.FindStringSubmatch(c.KubernetesVersion); {
-	case m == nil || atoi(m[1]) < minKubernetesMinor:
-		ps.add(KeyKubernetesVersion, fmt.Sprintf("write an EKS version from 1.%d to 1.%d, such as %q", minKubernetesMinor, maxKubernetesMinor, DefaultKubernetesVersion),
-			"%q is not a supported EKS Kubernetes version", c.KubernetesVersion)
-	case atoi(m[1]) > maxKubernetesMinor:
-		ps.add(KeyKubernetesVersion, fmt.Sprintf("use 1.%d or older", maxKubernetesMinor),
-			"%q is newer than 1.%d, the newest version gpucluster's objects are validated against (test API server v1.34.1) and its node image release is pinned for",
-			c.KubernetesVersion, maxKubernetesMinor)
+	if problem, fix := kubernetesVersionProblem(c.KubernetesVersion); problem != "" {
+		ps.add(KeyKubernetesVersion, fix, "%s", problem)
 	}
 	for i, cidr := range c.PublicAccessCIDRs {
 		if _, err := netip.ParsePrefix(cidr); err != nil {

@@ -86,7 +86,7 @@ func TestEveryBadInputNamesFileLineKeyAndFix(t *testing.T) {
 		{"unknown profile", "profile: p5-efaa", 4, "pools[0].profile", `unknown profile "p5-efaa" (did you mean "p5-efa"?)`},
 		{"unknown instance type", "profile: p5-efa\n      instanceType: p5.48xl", 5, "pools[0].instanceType", `unknown instance type "p5.48xl"`},
 		{"efa on a type without efa", "profile: g6e-efa\n      instanceType: g6e.4xlarge", 5, "pools[0].fabric", "g6e.4xlarge does not support EFA"},
-		{"more efa than cards", "profile: p4d-efa\n      efaInterfaces: 8", 5, "pools[0].efaInterfaces", "4 network cards and takes at most 4 EFA"},
+		{"more efa than cards", "profile: p4d-efa\n      efaInterfaces: 8", 5, "pools[0].efaInterfaces", "takes at most 4 EFA interfaces (one per EFA network card"},
 		{"cluster placement across zones", "profile: p5-efa\n      availabilityZones: [us-east-1a, us-east-1b]", 5, "pools[0].availabilityZones", "a cluster placement group lives in one Availability Zone"},
 		{"efa across zones", "profile: p5-efa\n      placement: none\n      availabilityZones: [us-east-1a, us-east-1b]", 6, "pools[0].availabilityZones", "EFA traffic stays inside one subnet"},
 		{"capacity block without id", "profile: p5-efa\n      capacity: capacity-block", 5, "pools[0].capacityReservationId", "needs the id of the reservation"},

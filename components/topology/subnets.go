@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // PrivateSubnetExtraBits: a created VPC is carved into 8 blocks of its prefix + 3 bits; each zone's
@@ -29,9 +31,16 @@ func privateSubnetAddresses(vpcCIDR string) int {
 // that has one (ENA and EFA interfaces; efa-only interfaces take none), and the VPC CNI's
 // secondary addresses for pods. With its default warm target (WARM_ENI_TARGET=1) the CNI fills
 // the primary interface with every address the type allows per interface as soon as the node
-// starts (amazon-vpc-cni-k8s IPv4Limit, pkg/vpc's generated table, which this reads).
+// starts: the catalog's figure for a GPU type (Karpenter's generated limits, newer than the CNI
+// module's), else amazon-vpc-cni-k8s IPv4Limit (pkg/vpc's generated table, which this reads).
 func nodeAddresses(instanceType string, interfaces []NetworkInterface) (int, error) {
 	perInterface, err := vpc.GetIPv4Limit(instanceType)
+	if it, ok := catalog.Lookup(instanceType); ok {
+		perInterface, err = it.IPv4PerInterface, nil
+		if perInterface == 0 {
+			err = fmt.Errorf("no generated data gives %s's addresses per interface", instanceType)
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

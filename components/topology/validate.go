@@ -292,7 +292,7 @@ func validateFabric(ps *problems, p Profile, it catalog.InstanceType) {
 			ps.add("efaInterfaces", "remove efaInterfaces (default: one per network card) or set a positive count", "efaInterfaces %d is negative", n)
 		case n > it.MaxEFA:
 			ps.add("efaInterfaces", fmt.Sprintf("set efaInterfaces to at most %d, or remove it (default: one per network card)", it.MaxEFA),
-				"%s has %d network cards and takes at most %d EFA interfaces (one per card), not %d", it.Name, it.NetworkCards, it.MaxEFA, n)
+				"%s takes at most %d EFA interfaces (one per EFA network card: cards %v), not %d", it.Name, it.MaxEFA, it.EFANetworkCards(it.MaxEFA), n)
 		}
 	case FabricENAOnly:
 		if p.EFAInterfaces != 0 {

@@ -223,7 +223,8 @@ func buildExpiry(ctx *pulumi.Context, d *Deployment) error {
 	if at.IsZero() {
 		return nil
 	}
-	args := expiry.Args{At: at, Cluster: spec.Cluster.Name, Region: spec.Region, K8s: d.InCluster.Provider, Tags: spec.ExpiryTags(), Labels: spec.ExpiryLabels()}
+	args := expiry.Args{At: at, Cluster: spec.Cluster.Name, Region: spec.Region, K8s: d.InCluster.Provider, Tags: spec.ExpiryTags(), Labels: spec.ExpiryLabels(),
+		KubectlImage: topology.KubectlImage(spec.Cluster.KubernetesVersion)}
 	for _, p := range spec.Pools {
 		if p.Provisioner == topology.ProvisionerKarpenter {
 			args.NodePools = append(args.NodePools, topology.PoolResourceName(spec.Cluster.Name, p.Name))

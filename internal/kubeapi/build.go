@@ -17,7 +17,7 @@ import (
 
 // Versions of what the harness builds and installs (build/*/go.mod pin the same).
 const (
-	KubernetesVersion = "v1.34.1"
+	KubernetesVersion = "v1.37.2"
 	EtcdVersion       = "v3.6.5"
 	KarpenterVersion  = "v1.14.1"
 )

@@ -123,7 +123,7 @@ func TestKarpenterBundle(t *testing.T) {
 	mustContain(t, "chart", read(t, filepath.Join(dir, "manifests", "chart-karpenter-p5-karpenter.yaml")),
 		"chart: oci://public.ecr.aws/karpenter/karpenter", "version: 1.14.1", "interruptionQueue: karpenter-p5-karpenter")
 	mustContain(t, "EC2NodeClass", read(t, filepath.Join(dir, "manifests", "ec2nodeclass-karpenter-p5-gpu.yaml")),
-		"placementGroupSelector:", "name: karpenter-p5-gpu", "interfaceType: efa-only", "role: karpenter-p5-karpenter-node", "alias: al2023@v20250915")
+		"placementGroupSelector:", "name: karpenter-p5-gpu", "interfaceType: efa-only", "role: karpenter-p5-karpenter-node", "alias: "+topology.KarpenterAL2023Alias)
 	mustContain(t, "NodePool", read(t, filepath.Join(dir, "manifests", "nodepool-karpenter-p5-gpu.yaml")),
 		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never")
 	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")

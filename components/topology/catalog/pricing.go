@@ -15,13 +15,22 @@ const (
 )
 
 // onDemandUSEast1 are on-demand Linux prices in us-east-1 (USD per hour). p5e.48xlarge has no
-// on-demand price there (it is sold through Capacity Blocks), so it is absent.
+// on-demand price there (it is sold through Capacity Blocks), and p6e-gb200.36xlarge none
+// anywhere (UltraServers are sold only as Capacity Blocks), so both are absent.
 var onDemandUSEast1 = map[string]float64{
 	"p4d.24xlarge":     21.957642,
 	"p4de.24xlarge":    27.447050,
 	"p5.48xlarge":      55.040000,
 	"p5en.48xlarge":    63.296000,
 	"p6-b200.48xlarge": 113.932800,
+	"p6-b300.48xlarge": 142.416000,
+	"p5.4xlarge":       6.880000,
+	"g7e.2xlarge":      3.363120,
+	"g7e.4xlarge":      3.998160,
+	"g7e.8xlarge":      5.268240,
+	"g7e.12xlarge":     8.286080,
+	"g7e.24xlarge":     16.572160,
+	"g7e.48xlarge":     33.144320,
 	"g6e.xlarge":       1.861000,
 	"g6e.2xlarge":      2.242080,
 	"g6e.4xlarge":      3.004240,

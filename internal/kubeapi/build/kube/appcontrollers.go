@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -46,7 +47,7 @@ func newAppControllersCommand() *cobra.Command {
 		rc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client, replicaset.BurstReplicas)
 		nc := namespacecontroller.NewNamespaceController(ctx, nsClient, meta, nsClient.Discovery().ServerPreferredNamespacedResources,
 			factory.Core().V1().Namespaces(), 5*time.Minute, v1.FinalizerKubernetes)
-		sc, err := serviceaccountcontroller.NewServiceAccountsController(factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(),
+		sc, err := serviceaccountcontroller.NewServiceAccountsController(klog.FromContext(ctx), factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(),
 			client, serviceaccountcontroller.DefaultServiceAccountsControllerOptions())
 		if err != nil {
 			return err

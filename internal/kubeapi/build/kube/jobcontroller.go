@@ -18,7 +18,9 @@ import (
 func newJobControllerCommand() *cobra.Command {
 	workers := 5 // kube-controller-manager's --concurrent-job-syncs default
 	return controllerCommand("kube-job-controller", func(ctx context.Context, _ *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
-		jc, err := job.NewController(ctx, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), client)
+		// No Workload or PodGroup informer: kube-controller-manager passes none unless the alpha
+		// WorkloadWithJob gate is on, and the tests run with the release's default gates.
+		jc, err := job.NewController(ctx, client, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), nil, nil)
 		if err != nil {
 			return err
 		}

@@ -163,11 +163,6 @@ func efaSecurityGroup(ctx *pulumi.Context, name, base string, rules []topology.S
 
 func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec, lt *ec2.LaunchTemplate, args Args,
 	tags map[string]string, opts ...pulumi.ResourceOption) (*awseks.NodeGroup, error) {
-	amiType := map[topology.AMIFamily]string{
-		topology.AMIAL2023NVIDIA:       "AL2023_x86_64_NVIDIA",
-		topology.AMIBottlerocketNVIDIA: "BOTTLEROCKET_x86_64_NVIDIA",
-		topology.AMICustom:             "CUSTOM",
-	}[spec.AMI.Family]
 	capacity := spec.Capacity.NodeGroupType
 	var taints awseks.NodeGroupTaintArray
 	// Startup taints too: EKS puts a node group's taints on each node when it registers, and the
@@ -184,7 +179,7 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 		NodeGroupName: pulumi.String(base),
 		NodeRoleArn:   args.NodeRoleARN,
 		SubnetIds:     args.SubnetIDs,
-		AmiType:       pulumi.String(amiType),
+		AmiType:       pulumi.String(spec.AMI.NodeGroupAMIType),
 		InstanceTypes: instanceTypes,
 		CapacityType:  pulumi.String(capacity),
 		ScalingConfig: awseks.NodeGroupScalingConfigArgs{

@@ -54,6 +54,21 @@ var builtins = func() map[string]Profile {
 				p.MinNodes, p.MaxNodes = 0, 4
 				p.Provisioner = ProvisionerKarpenter
 			}),
+		with("p6-b300-efa", "2 x p6-b300.48xlarge (8 x B300, NVLink5), 16 EFA on cards 1-16 (card 0 is ENA only), one pod per node",
+			func(p *Profile) { p.InstanceType = "p6-b300.48xlarge" }),
+		with("g7e-efa", "2 x g7e.48xlarge (8 x RTX PRO 6000 Blackwell over PCIe), 4 EFA each, one pod per node",
+			func(p *Profile) { p.InstanceType = "g7e.48xlarge" }),
+		// EKS user guide, "Use P6e-GB200 UltraServers with Amazon EKS": Capacity Blocks, managed
+		// node groups, the AL2023 ARM NVIDIA image, and EFA-only interfaces on cards 1, 5, 9 and
+		// 13 (one 400 Gbps NIC per GPU). The stack names the Capacity Block's reservation.
+		with("gb200-nvl72", "one u-p6e-gb200x72 UltraServer: 18 x p6e-gb200.36xlarge (72 GB200 GPUs in one NVLink domain, IMEX through a ComputeDomain per job), 4 EFA each; Capacity Block",
+			func(p *Profile) {
+				p.InstanceType = "p6e-gb200.36xlarge"
+				p.MinNodes, p.MaxNodes = 18, 18
+				p.Capacity = CapacityCapacityBlock
+				p.Placement = PlacementNone // the reservation places the UltraServer
+				p.EFAInterfaces = 4
+			}),
 		with("dev", "one g6e.xlarge (1 x L40S, about 2 USD/h on demand) for trying the tool; no EFA, no placement group",
 			func(p *Profile) {
 				p.InstanceType = "g6e.xlarge"

@@ -47,7 +47,7 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 		Capacity: CapacitySpec{Type: p.Capacity, ReservationID: p.CapacityReservationID,
 			NodeGroupType: nodeGroupCapacityType[p.Capacity], KarpenterType: karpenterCapacityType[p.Capacity],
 			InstanceTypeInLaunchTemplate: p.Capacity == CapacityCapacityBlock},
-		AMI:     deriveAMI(p),
+		AMI:     deriveAMI(p, it),
 		Storage: deriveStorage(p.AMIFamily),
 		Network: NetworkSpec{
 			Fabric: p.Fabric, EFAInterfaces: efa, Interfaces: nics,
@@ -67,6 +67,10 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 	spec.InCluster = deriveInCluster(poolName, p, it, efa)
 	spec.StartupTaints = startupTaints(spec.InCluster.FabricManager)
 	spec.TrainingPod = deriveTrainingPod(p, it, efa, spec.InCluster.NodeSelector, spec.Tolerations)
+	if it.MultiNodeNVLink() {
+		cd := PoolComputeDomain(spec)
+		spec.TrainingPod.ComputeDomain = &cd
+	}
 	intra, inter := expectedTransports(p, it, spec.TrainingPod)
 	gbps, note := expectedBandwidth(it, spec.TrainingPod.PodsPerNode*spec.TrainingPod.EFAPerPod)
 	spec.NCCL = NCCLExpectation{IntraNode: intra, InterNode: inter, ExpectedInterNodeGbps: gbps, PhysicalMaxGbps: it.NetworkGbps, BandwidthNote: note}
@@ -113,6 +117,7 @@ func deriveInCluster(poolName string, p Profile, it catalog.InstanceType, efa in
 	} else {
 		in.EFADevicePlugin = Decision{false, "no EFA interfaces in this pool"}
 	}
+	in.DRADriver = deriveDRADriver(it)
 	in.FabricManager = deriveFabricManager(p, it)
 	in.FabricManager.Gate = in.FabricManager.RunBy == FabricManagerRunByHost
 	// NVIDIA's driver container starts NVLSM with fabric manager on NVLink 5 systems

@@ -11,7 +11,7 @@ import (
 )
 
 func TestBuiltinProfilesNamedAsTheIssueSays(t *testing.T) {
-	want := []string{"dev", "g6e-efa", "g6e-ena", "karpenter-p5", "p4d-efa", "p4d-pod-per-gpu", "p5-efa"}
+	want := []string{"dev", "g6e-efa", "g6e-ena", "g7e-efa", "gb200-nvl72", "karpenter-p5", "p4d-efa", "p4d-pod-per-gpu", "p5-efa", "p6-b300-efa"}
 	if got := BuiltinProfileNames(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("built-in profiles %v, want %v", got, want)
 	}
@@ -45,6 +45,15 @@ func TestBuiltinProfiles(t *testing.T) {
 			TransportSHM, TransportNetSocket, 100, false, 4, 16},
 		"karpenter-p5": {"p5.48xlarge", 33, 32, PlacementCluster, FabricManagerRunByHost, false, 1, 8, 32,
 			TransportP2P, TransportNetLibfabricGDR, 3200, true, 0, 32},
+		// The 2026 fleet (issue 22): p6-b300's 16 EFA on cards 1-16 at 400 Gbps; g7e's PCIe GPUs
+		// without a stated P2P or GPUDirect RDMA; GB200's 4 of 8 EFA cards (one NIC per GPU), its
+		// nodes joined by multi-node NVLink and no fabric manager on the instance.
+		"p6-b300-efa": {"p6-b300.48xlarge", 17, 16, PlacementCluster, FabricManagerRunByHost, false, 1, 8, 16,
+			TransportP2P, TransportNetLibfabricGDR, 6400, true, 2, 16},
+		"g7e-efa": {"g7e.48xlarge", 5, 4, PlacementCluster, FabricManagerNotNeeded, false, 1, 8, 4,
+			TransportSHM, TransportNetLibfabric, 1600, true, 2, 16},
+		"gb200-nvl72": {"p6e-gb200.36xlarge", 5, 4, PlacementNone, FabricManagerNotNeeded, false, 1, 4, 4,
+			TransportP2P, TransportP2P, 1600, true, 18, 72},
 		"dev": {"g6e.xlarge", 1, 0, PlacementNone, FabricManagerNotNeeded, false, 1, 1, 0,
 			TransportNone, TransportNetSocket, 2.5, false, 1, 1}, // the baseline, not the "up to 20"
 	}
@@ -348,6 +357,9 @@ func checkSpecInvariants(t *testing.T, p Profile, s PoolSpec) {
 		if it.GPUDirectRDMA {
 			wantInter = TransportNetLibfabricGDR
 		}
+	}
+	if it.MultiNodeNVLink() {
+		wantInter = TransportP2P // the UltraServer's NVLink joins its nodes
 	}
 	if s.NCCL.InterNode.Class != wantInter {
 		fail("inter-node %s, want %s", s.NCCL.InterNode.Class, wantInter)

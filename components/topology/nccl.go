@@ -31,6 +31,12 @@ func trainingEnv(p Profile, it catalog.InstanceType) []EnvVar {
 		"NCCL_DEBUG": {Name: "NCCL_DEBUG", Value: "INFO", Source: "gpucluster",
 			Why: "prints the transport of every connection, which `gpucluster doctor` checks against this spec"},
 	}
+	if it.MultiNodeNVLink() {
+		for k, v := range mnnvlEnv {
+			env[k] = EnvVar{Name: k, Value: v, Source: "gpucluster",
+				Why: "NCCL fails instead of falling back to EFA when the UltraServer's multi-node NVLink (IMEX) or NVLink SHARP is not working"}
+		}
+	}
 	for k, v := range p.NCCLEnv {
 		env[k] = EnvVar{Name: k, Value: v, Source: "override"}
 	}
@@ -81,6 +87,11 @@ func expectedTransports(p Profile, it catalog.InstanceType, pod TrainingPodSpec)
 		inter = Transport{TransportNetSocket, transportLogNetSocket,
 			"no EFA: NCCL's built-in TCP socket transport over ENA"}
 	}
+	if it.MultiNodeNVLink() {
+		inter = Transport{TransportP2P, transportLogMNNVL,
+			fmt.Sprintf("multi-node NVLink: the UltraServer's %d-GPU NVLink domain joins the nodes, through the IMEX channel of the job's ComputeDomain; %s carries only what leaves the UltraServer",
+				it.GPUCount*p.MaxNodes, inter.Class)}
+	}
 	switch {
 	case pod.GPUsPerPod == 1 && pod.PodsPerNode > 1:
 		// Pods are isolated: ranks in different pods on one node cannot share NVLink or SHM.
@@ -90,8 +101,12 @@ func expectedTransports(p Profile, it catalog.InstanceType, pod TrainingPodSpec)
 	case pod.GPUsPerPod <= 1:
 		intra = Transport{TransportNone, "", "one GPU per node: no intra-node peer"}
 	case it.Interconnect == catalog.InterconnectNVSwitch:
+		needs := "needs fabric manager running"
+		if !it.FabricManager {
+			needs = "the UltraServer's NVLink switch trays, fabric-managed outside the instance"
+		}
 		intra = Transport{TransportP2P, transportLogP2P,
-			fmt.Sprintf("NVLink%d through NVSwitch, %d GB/s per GPU (needs fabric manager running)", it.NVLinkGeneration, it.NVLinkGBps)}
+			fmt.Sprintf("NVLink%d through NVSwitch, %d GB/s per GPU (%s)", it.NVLinkGeneration, it.NVLinkGBps, needs)}
 	case it.GPUsCanP2P():
 		intra = Transport{TransportP2P, transportLogP2P, "PCIe peer-to-peer between the GPUs"}
 	default:

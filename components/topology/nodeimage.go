@@ -1,5 +1,7 @@
 package topology
 
+import "github.com/gpucluster/gpucluster/components/topology/catalog"
+
 // What a node is built from, decided once for managed node groups and Karpenter alike: how its
 // capacity is bought in each API's words, which image Karpenter pins, the instance metadata
 // options, and the disk layout.
@@ -46,8 +48,8 @@ func deriveStorage(family AMIFamily) StorageSpec {
 	return s
 }
 
-func deriveAMI(p Profile) AMISpec {
-	a := AMISpec{Family: p.AMIFamily, ID: p.AMIID}
+func deriveAMI(p Profile, it catalog.InstanceType) AMISpec {
+	a := AMISpec{Family: p.AMIFamily, ID: p.AMIID, NodeGroupAMIType: nodeGroupAMITypes[p.AMIFamily][it.CPUArch]}
 	if p.Provisioner == ProvisionerKarpenter && p.AMIFamily == AMIAL2023NVIDIA {
 		a.KarpenterAlias = KarpenterAL2023Alias
 	}

@@ -137,9 +137,10 @@ const (
 )
 
 // DefaultNVIDIADriverVersion is the driver the fabric-manager DaemonSet matches when the stack
-// names none: the 570 branch that EKS's AL2023 NVIDIA images ship (amazon-eks-ami#2470). A custom
-// image must state its own, because fabric manager refuses to run against another driver.
-const DefaultNVIDIADriverVersion = "570.172.08"
+// names none: the 580 driver that EKS's AL2023 NVIDIA images of the pinned release ship
+// (AL2023Release; amazon-eks-ami CHANGELOG.md, "AMI Release v20260714": 580.159.03-1.amzn2023).
+// A custom image must state its own, because fabric manager refuses to run against another driver.
+const DefaultNVIDIADriverVersion = "580.159.03"
 
 var driverVersionPattern = regexp.MustCompile(`^[0-9]{3}\.[0-9]+(\.[0-9]+)?$`)
 

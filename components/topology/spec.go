@@ -110,6 +110,9 @@ type AMISpec struct {
 	// KarpenterAlias pins the EKS image a Karpenter pool launches ("" for custom images and
 	// managed node groups, whose image EKS resolves for the cluster version).
 	KarpenterAlias string `json:"karpenterAlias,omitempty"`
+	// NodeGroupAMIType is the EKS node group's amiType: the family's image for the instance's
+	// CPU architecture (AL2023_ARM_64_NVIDIA on p6e-gb200's Grace CPUs).
+	NodeGroupAMIType string `json:"nodeGroupAmiType"`
 }
 
 // StorageSpec is a node's disk layout: its EBS volumes, and what becomes of the instance-store
@@ -207,6 +210,9 @@ type InClusterSpec struct {
 	NVIDIADevicePlugin Decision              `json:"nvidiaDevicePlugin"`
 	EFADevicePlugin    Decision              `json:"efaDevicePlugin"`
 	FabricManager      FabricManagerDecision `json:"fabricManager"`
+	// DRADriver: the NVIDIA DRA driver runs the ComputeDomains (IMEX) of pools whose NVLink
+	// domain spans instances.
+	DRADriver Decision `json:"draDriver"`
 	// NodeSelector selects this pool's nodes; EFANodeSelector its EFA nodes (empty without EFA).
 	NodeSelector    map[string]string `json:"nodeSelector"`
 	EFANodeSelector map[string]string `json:"efaNodeSelector,omitempty"`
@@ -249,6 +255,9 @@ type TrainingPodSpec struct {
 	// PluginManagedEnv are variables aws-ofi-nccl sets itself on this platform; gpucluster leaves
 	// them alone, and an override of one is reported as a finding.
 	PluginManagedEnv []string `json:"pluginManagedEnv,omitempty"`
+	// ComputeDomain is the domain whose IMEX channel the pod claims (as claim ComputeDomainClaim)
+	// on pools whose NVLink domain spans instances; nil elsewhere.
+	ComputeDomain *ComputeDomainSpec `json:"computeDomain,omitempty"`
 }
 
 // Transport classes NCCL can use, as the doctor classifies log lines.
@@ -267,6 +276,7 @@ const (
 	transportLogNetLibfabricGD = "NET/Libfabric/<n>/GDRDMA"
 	transportLogNetLibfabric   = "NET/Libfabric/<n>"
 	transportLogNetSocket      = "NET/Socket/<n>"
+	transportLogMNNVL          = "P2P/MNNVL"
 )
 
 // Transport is an expected NCCL transport, what NCCL_DEBUG=INFO prints for it, and why.

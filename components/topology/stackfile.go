@@ -46,8 +46,11 @@ type Stack struct {
 	// guard), and maxCostLine where the file sets it.
 	MaxHourlyCost float64
 	maxCostLine   int
-	Expiry, Owner string // see StackSpec
-	Benchmarks    BenchmarkSettings
+	// versionLine and imageLine are where the file sets kubernetesVersion and trainingImage, else
+	// the config line.
+	versionLine, imageLine int
+	Expiry, Owner          string // see StackSpec
+	Benchmarks             BenchmarkSettings
 }
 
 // Pool is one GPU pool of a stack.
@@ -110,6 +113,9 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		return StackSpec{}, err
 	}
 	if err := checkSubnetCapacity(spec, st); err != nil {
+		return StackSpec{}, err
+	}
+	if err := checkArchitectures(spec, st); err != nil {
 		return StackSpec{}, err
 	}
 	return spec, nil
@@ -251,6 +257,13 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 		}
 	})
 	st.Name, st.Region = StackName(file), region
+	st.versionLine, st.imageLine = configLine, configLine
+	if l, ok := lines[KeyKubernetesVersion]; ok {
+		st.versionLine = l
+	}
+	if l, ok := lines[KeyTrainingImage]; ok {
+		st.imageLine = l
+	}
 	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
 	st.DriverVersion = DefaultNVIDIADriverVersion
 	if n := settings[KeyNVIDIADriverVersion]; n != nil {
@@ -528,7 +541,7 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 			profileName, nodeRange(p.MinNodes, p.MaxNodes), p.InstanceType, nodeRange(base.MinNodes, base.MaxNodes), base.InstanceType)
 	}
 	before := len(r.errs)
-	problems := Validate(p)
+	problems := append(Validate(p), ValidateDeployable(p)...)
 	if len(problems) == 0 {
 		var zoneProblems []Problem
 		p.AvailabilityZones, zoneProblems = resolvePoolZones(p, vpcZones)

@@ -40,6 +40,18 @@ func Validate(p Profile) []Problem {
 	if known {
 		validateFabric(&ps, p, it)
 		validatePodLayout(&ps, p, it)
+		validateUltraServer(&ps, p, it)
+	}
+	return ps
+}
+
+// ValidateDeployable returns what a pool needs beyond a valid topology before anything can be
+// created: the facts of one deployment that no built-in profile can hold (the reservation).
+func ValidateDeployable(p Profile) []Problem {
+	var ps problems
+	if p.Capacity.Reserved() && p.CapacityReservationID == "" {
+		ps.add("capacityReservationId", "set capacityReservationId to the reservation's id (cr-…, from the EC2 console or describe-capacity-reservations)",
+			"capacity %s needs the id of the reservation to launch into", p.Capacity)
 	}
 	return ps
 }
@@ -121,8 +133,8 @@ func validateCapacity(ps *problems, p Profile) {
 	case CapacityODCR, CapacityCapacityBlock:
 		switch {
 		case p.CapacityReservationID == "":
-			ps.add("capacityReservationId", "set capacityReservationId to the reservation's id (cr-…, from the EC2 console or describe-capacity-reservations)",
-				"capacity %s needs the id of the reservation to launch into", p.Capacity)
+			// A deployment fact, not a topology one: a built-in profile may name the capacity and
+			// leave the reservation to the stack (ValidateDeployable asks for it there).
 		case !reservationIDPattern.MatchString(p.CapacityReservationID):
 			ps.add("capacityReservationId", "write the id as EC2 prints it: cr- and 17 hex digits",
 				"%q is not a capacity reservation id", p.CapacityReservationID)

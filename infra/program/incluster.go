@@ -5,6 +5,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
+	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
@@ -18,6 +19,7 @@ type InCluster struct {
 	Provider       *kubernetes.Provider
 	NVIDIA, EFA    *deviceplugin.Plugin
 	FabricManager  *fabricmanager.FabricManager
+	DRADriver      *dradriver.Driver     // nil without a pool whose NVLink domain spans instances
 	Karpenter      *karpenter.Controller // nil without Karpenter pools
 	KarpenterPools map[string]*karpenter.Pool
 	MPIOperator    *mpioperator.Operator // nil unless the stack enables benchmarks
@@ -50,6 +52,13 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	}
 	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",
 		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Labels: spec.Labels()}, k8s)
+	if err != nil {
+		return nil, err
+	}
+	in.DRADriver, err = dradriver.New(ctx, spec.Cluster.Name+"-dra-driver", dradriver.Args{
+		Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
+		Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+	}, in.Provider)
 	if err != nil {
 		return nil, err
 	}

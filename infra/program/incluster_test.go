@@ -301,7 +301,7 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 	c := pod["containers"].([]any)[0].(map[string]any)
 	script := str(c["command"])
 	if pod["hostPID"] != true || c["securityContext"].(map[string]any)["privileged"] != true || c["readinessProbe"] == nil ||
-		c["resources"].(map[string]any)["requests"] == nil || !strings.Contains(script, "nvidia-fabricmanager-570=570.172.08-1") {
+		c["resources"].(map[string]any)["requests"] == nil || !strings.Contains(script, "nvidia-fabricmanager=580.159.03-1") {
 		t.Errorf("fabric manager DaemonSet %v", pod)
 	}
 	mounts := str(c["volumeMounts"])

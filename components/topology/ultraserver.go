@@ -1,0 +1,134 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
+)
+
+// GB200 NVL72 UltraServers (p6e-gb200) on EKS. Sources:
+//
+//	[eks-ultra]  EKS user guide, "Use P6e-GB200 UltraServers with Amazon EKS"
+//	             (ml-eks-nvidia-ultraserver): Kubernetes 1.33 and above; DRA is required, and DRA
+//	             is not supported in Karpenter or EKS Auto Mode (managed or self-managed node
+//	             groups); capacity through EC2 Capacity Blocks for ML; the AL2023 ARM NVIDIA image;
+//	             the NVIDIA DRA driver with gpus disabled and ComputeDomains enabled; "It is a best
+//	             practice to create a ComputeDomain per workload job".
+//	[dra-driver] kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (formerly NVIDIA/k8s-dra-driver-gpu;
+//	             module sigs.k8s.io/dra-driver-nvidia-gpu): ComputeDomain resource.nvidia.com/v1beta1,
+//	             spec.channel.resourceClaimTemplate.name; the DeviceClasses
+//	             compute-domain-daemon.nvidia.com and compute-domain-default-channel.nvidia.com.
+//	[aws-gb200]  awslabs/awsome-distributed-training micro-benchmarks/nccl-tests/kubernetes/
+//	             nccl-tests-gb200.yaml (commit a59b4db5): a ComputeDomain per job, each worker
+//	             claiming its channel, NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1.
+
+// MinUltraServerKubernetesMinor is the oldest Kubernetes version EKS runs UltraServers on [eks-ultra].
+const MinUltraServerKubernetesMinor = 33
+
+// ComputeDomain API names [dra-driver], shared by the job objects (benchjobs), the pod template
+// and the tests.
+const (
+	ComputeDomainAPIVersion = "resource.nvidia.com/v1beta1"
+	ComputeDomainKind       = "ComputeDomain"
+	// ComputeDomainClaim is the name a pod gives its claim on the domain's IMEX channel, and the
+	// training container's resources.claims entry.
+	ComputeDomainClaim = "compute-domain-channel"
+)
+
+// ComputeDomainSpec is one job's NVLink domain: the ComputeDomain object, named after the job,
+// whose controller makes the ResourceClaimTemplate the job's pods claim their IMEX channel from.
+type ComputeDomainSpec struct {
+	Name          string `json:"name"`
+	ClaimTemplate string `json:"resourceClaimTemplate"`
+	// NumNodes is the nodes the job spans (elastic from driver 25.8 on; set as AWS's example does).
+	NumNodes int `json:"numNodes"`
+}
+
+// ComputeDomainFor is the ComputeDomain of a job spanning nodes: one per job [eks-ultra].
+func ComputeDomainFor(job string, nodes int) ComputeDomainSpec {
+	return ComputeDomainSpec{Name: job, ClaimTemplate: job + "-channel", NumNodes: nodes}
+}
+
+// PoolComputeDomain is the ComputeDomain the pool's training pod template claims from: the
+// domain a job made from the template must create (benchjobs shows how), named after the pool.
+func PoolComputeDomain(pool PoolSpec) ComputeDomainSpec {
+	return ComputeDomainFor(pool.Name+"-compute-domain", pool.Scaling.DesiredNodes)
+}
+
+// mnnvlEnv is what a job on an UltraServer sets so that NCCL fails rather than falls back to EFA
+// when multi-node NVLink or NVLink SHARP is not working ([aws-gb200] sets both; NCCL's default,
+// 2, would quietly use the network instead).
+var mnnvlEnv = map[string]string{"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "1"}
+
+// validateUltraServer refuses what EKS refuses for a type sold only as UltraServers [eks-ultra].
+func validateUltraServer(ps *problems, p Profile, it catalog.InstanceType) {
+	if !it.MultiNodeNVLink() {
+		return
+	}
+	if p.Provisioner != ProvisionerManagedNodeGroup {
+		ps.add("provisioner", "use provisioner: managed-node-group",
+			"%s needs Dynamic Resource Allocation for its NVLink domain, which EKS does not support with Karpenter (EKS user guide, P6e-GB200 UltraServers)", it.Name)
+	}
+	if p.Capacity != CapacityCapacityBlock {
+		ps.add("capacity", "set capacity: capacity-block and capacityReservationId to the UltraServer Capacity Block's reservation",
+			"%s is sold only as UltraServers, through EC2 Capacity Blocks for ML; capacity %s cannot launch it", it.Name, p.Capacity)
+	}
+	if p.AMIFamily == AMIBottlerocketNVIDIA {
+		ps.add("amiFamily", "use amiFamily: al2023-nvidia (EKS picks its ARM NVIDIA variant), or a custom arm64 image with the IMEX driver",
+			"EKS runs %s on the AL2023 ARM NVIDIA image, which carries the IMEX driver and the NVLink Subnet Manager", it.Name)
+	}
+	if p.MinNodes != p.MaxNodes || !slices.Contains(it.UltraServerInstances, p.MaxNodes) {
+		ps.add("nodes", fmt.Sprintf("set nodes to one of %v (a whole UltraServer); for more UltraServers, add a pool per UltraServer", it.UltraServerInstances),
+			"a %s pool is one UltraServer, one NVLink domain: %s nodes is not a whole UltraServer", it.Name, nodeRange(p.MinNodes, p.MaxNodes))
+	}
+	if p.PodLayout == PodPerGPU {
+		ps.add("podLayout", "use podLayout: pod-per-node",
+			"on %s each pod claims the node's IMEX channel from its job's ComputeDomain, and a node has one: one pod per node", it.Name)
+	}
+}
+
+// nodeGroupAMITypes are the EKS node group AMI types of each image family by CPU architecture
+// (EKS API CreateNodegroup, amiType: AL2023_ARM_64_NVIDIA for Graviton and Grace GPU nodes).
+var nodeGroupAMITypes = map[AMIFamily]map[string]string{
+	AMIAL2023NVIDIA:       {catalog.ArchAMD64: "AL2023_x86_64_NVIDIA", catalog.ArchARM64: "AL2023_ARM_64_NVIDIA"},
+	AMIBottlerocketNVIDIA: {catalog.ArchAMD64: "BOTTLEROCKET_x86_64_NVIDIA", catalog.ArchARM64: "BOTTLEROCKET_ARM_64_NVIDIA"},
+	AMICustom:             {catalog.ArchAMD64: "CUSTOM", catalog.ArchARM64: "CUSTOM"},
+}
+
+// deriveDRADriver decides the NVIDIA DRA driver: on pools whose NVLink domain spans instances,
+// for its ComputeDomains (IMEX); elsewhere the device plugin is all the GPUs need.
+func deriveDRADriver(it catalog.InstanceType) Decision {
+	if !it.MultiNodeNVLink() {
+		return Decision{false, "the NVLink domain is the instance: no ComputeDomain needed"}
+	}
+	return Decision{true, fmt.Sprintf("a job's GPUs across the UltraServer (%v instances) share NVLink only inside a ComputeDomain, whose IMEX daemons the NVIDIA DRA driver runs", it.UltraServerInstances)}
+}
+
+// checkArchitectures refuses what a stack-wide setting makes impossible for a pool's CPUs and
+// NVLink domain: an UltraServer pool on a Kubernetes version EKS does not run it on [eks-ultra],
+// and an arm64 pool on the default training image, which is built for x86_64 only (AWS's own
+// GB200 example runs a separate arm64 nccl-tests image [aws-gb200]).
+func checkArchitectures(spec StackSpec, st Stack) error {
+	var errs ConfigErrors
+	for _, p := range spec.Pools {
+		if p.Instance.MultiNodeNVLink() {
+			if m := versionPattern.FindStringSubmatch(spec.Cluster.KubernetesVersion); m != nil && atoi(m[1]) < MinUltraServerKubernetesMinor {
+				errs = append(errs, ConfigError{File: st.File, Line: st.versionLine, Key: KeyKubernetesVersion,
+					Message: fmt.Sprintf("pool %s (%s) needs Kubernetes 1.%d or newer: EKS runs UltraServers from 1.%d, with Dynamic Resource Allocation; the stack asks for %s",
+						p.Name, p.Instance.Name, MinUltraServerKubernetesMinor, MinUltraServerKubernetesMinor, spec.Cluster.KubernetesVersion),
+					Fix: fmt.Sprintf("set %s to 1.%d or newer (default %s)", KeyKubernetesVersion, MinUltraServerKubernetesMinor, DefaultKubernetesVersion)})
+			}
+		}
+		if p.Instance.CPUArch != catalog.ArchAMD64 && spec.TrainingImage == DefaultTrainingImage {
+			errs = append(errs, ConfigError{File: st.File, Line: st.imageLine, Key: KeyTrainingImage,
+				Message: fmt.Sprintf("pool %s runs %s nodes (%s), and the default training image %s is built for amd64 only",
+					p.Name, p.Instance.CPUArch, p.Instance.Name, DefaultTrainingImage),
+				Fix: fmt.Sprintf("set %s to an %s (or multi-architecture) image with nccl-tests, NCCL and aws-ofi-nccl", KeyTrainingImage, p.Instance.CPUArch)})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}

@@ -45,6 +45,9 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	line("efa plugin", "%s", decision(s.InCluster.EFADevicePlugin))
 	fm := s.InCluster.FabricManager
 	line("fabric mgr", "%s: %s", fm.RunBy, fm.Reason)
+	if s.InCluster.DRADriver.Deploy {
+		line("dra driver", "%s", decision(s.InCluster.DRADriver))
+	}
 	line("labels", "%s", mapString(s.Labels))
 	var taints []string
 	for _, t := range s.Taints {
@@ -58,6 +61,9 @@ func writePool(w io.Writer, s topology.PoolSpec) {
 	line("tolerations", "%s", strings.Join(tols, "; "))
 
 	pod := s.TrainingPod
+	if cd := pod.ComputeDomain; cd != nil {
+		line("compute domain", "%s (claim template %s, %d nodes): the training pod claims its IMEX channel; a job of its own creates its own", cd.Name, cd.ClaimTemplate, cd.NumNodes)
+	}
 	line("training pod", "%s: %d pod(s)/node x %d GPU x %d EFA, hostIPC, %s, /dev/shm %s",
 		pod.Layout, pod.PodsPerNode, pod.GPUsPerPod, pod.EFAPerPod, strings.Join(pod.Capabilities, ","), pod.ShmSize)
 	line("pod resources", "%s", intMapString(pod.Resources))

@@ -73,11 +73,11 @@ func Objects(stack topology.StackSpec, pool topology.PoolSpec) ([]map[string]any
 	if b == nil {
 		return nil, nil
 	}
+	var out []map[string]any
 	values := []any{NCCLTest(stack, pool)}
 	if b.Train != nil {
 		values = append(values, Training(stack, pool))
 	}
-	var out []map[string]any
 	for _, v := range values {
 		m, err := jsonmap.Of(v)
 		if err != nil {
@@ -278,7 +278,8 @@ func annotate(t *corev1.PodTemplateSpec, b *topology.PoolBenchmark) {
 	if b.DoNotDisrupt {
 		a[AnnotationDoNotDisrupt] = "true"
 	}
-	if tp := b.Queue.Topology; tp != nil {
+	if b.Queue != nil && b.Queue.Topology != nil { // no queue, no placement (PoolBenchmark.Queue)
+		tp := b.Queue.Topology
 		a[topology.AnnotationPreferredTopology] = tp.Preferred
 		if tp.SliceSize > 0 {
 			a[topology.AnnotationSliceRequiredTopology] = tp.SliceLevel
@@ -293,6 +294,9 @@ func annotate(t *corev1.PodTemplateSpec, b *topology.PoolBenchmark) {
 // queued puts a job in its pool's queue: Kueue holds it, suspended, until it can admit all of it.
 // Only the job carries the label; its pods belong to it.
 func queued(labels map[string]string, b *topology.PoolBenchmark) map[string]string {
+	if b.Queue == nil {
+		return labels // topology.PoolBenchmark.Queue says why
+	}
 	return k8sargs.Merge(labels, map[string]string{topology.LabelQueueName: b.Queue.Name})
 }
 

@@ -92,25 +92,6 @@ func Values(pools []topology.PoolSpec) map[string]any {
 	}
 }
 
-// ComputeDomain is a ComputeDomain object as plain JSON values, in a namespace.
-func ComputeDomain(cd topology.ComputeDomainSpec, namespace string, labels map[string]string) map[string]any {
-	md := map[string]any{"name": cd.Name, "namespace": namespace}
-	if len(labels) > 0 {
-		l := map[string]any{}
-		for k, v := range labels {
-			l[k] = v
-		}
-		md["labels"] = l
-	}
-	return map[string]any{
-		"apiVersion": topology.ComputeDomainAPIVersion, "kind": topology.ComputeDomainKind, "metadata": md,
-		"spec": map[string]any{
-			"numNodes": cd.NumNodes,
-			"channel":  map[string]any{"resourceClaimTemplate": map[string]any{"name": cd.ClaimTemplate}},
-		},
-	}
-}
-
 // New installs the driver when a pool needs it; nil when none does.
 func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResource, opts ...pulumi.ResourceOption) (*Driver, error) {
 	pools := Pools(args.Pools)
@@ -140,7 +121,7 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 		return nil, err
 	}
 	for _, p := range pools {
-		o := ComputeDomain(topology.PoolComputeDomain(p), topology.BenchmarkNamespace, args.Labels)
+		o := k8sargs.ComputeDomain(topology.PoolComputeDomain(p), topology.BenchmarkNamespace, args.Labels)
 		md := o["metadata"].(map[string]any)
 		// The controller's finalizer holds a ComputeDomain until its daemons are gone: it goes
 		// with the cluster rather than wait on nodes being deleted beside it.

@@ -23,3 +23,23 @@ type OperatorArgs struct {
 func ChartNamespace(ctx *pulumi.Context, name, namespace string, labels map[string]string, opts ...pulumi.ResourceOption) (*corev1.Namespace, error) {
 	return corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: Metadata(namespace, "", labels)}, opts...)
 }
+
+// ComputeDomain is a ComputeDomain object (topology.ComputeDomainSpec) as plain JSON values, in a
+// namespace: the pool's own (dradriver) and each benchmark job's (benchjobs).
+func ComputeDomain(cd topology.ComputeDomainSpec, namespace string, labels map[string]string) map[string]any {
+	md := map[string]any{"name": cd.Name, "namespace": namespace}
+	if len(labels) > 0 {
+		l := map[string]any{}
+		for k, v := range labels {
+			l[k] = v
+		}
+		md["labels"] = l
+	}
+	return map[string]any{
+		"apiVersion": topology.ComputeDomainAPIVersion, "kind": topology.ComputeDomainKind, "metadata": md,
+		"spec": map[string]any{
+			"numNodes": cd.NumNodes,
+			"channel":  map[string]any{"resourceClaimTemplate": map[string]any{"name": cd.ClaimTemplate}},
+		},
+	}
+}

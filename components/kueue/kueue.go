@@ -106,6 +106,9 @@ func Objects(pools []topology.PoolSpec, labels map[string]string) []map[string]a
 		"nodeLabels": map[string]any{topology.LabelPool: topology.SystemPool}}))
 	for _, p := range pools {
 		q := p.Benchmark.Queue
+		if q == nil {
+			continue // an UltraServer pool (topology.PoolBenchmark.Queue)
+		}
 		flavor := map[string]any{"nodeLabels": map[string]any{topology.LabelPool: p.Name}}
 		var taints []any
 		for _, t := range p.Taints {

@@ -38,7 +38,7 @@ func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.
 		caps = append(caps, corev1.Capability(c))
 	}
 	shm := resource.NewQuantity(pod.ShmSizeBytes, resource.BinarySI)
-	return corev1.PodTemplateSpec{
+	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels(pool, labels)},
 		Spec: corev1.PodSpec{
 			// Nothing in a training pod calls the Kubernetes API (torchrun meets its ranks over the
@@ -64,6 +64,19 @@ func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.
 			}},
 		},
 	}
+	if cd := pod.ComputeDomain; cd != nil {
+		ClaimComputeDomain(&t, cd.ClaimTemplate)
+	}
+	return t
+}
+
+// ClaimComputeDomain has the pod claim its IMEX channel from a ComputeDomain's
+// ResourceClaimTemplate, and the training container use it: on an UltraServer, the channel is
+// what lets its GPUs reach the other nodes' over NVLink.
+func ClaimComputeDomain(t *corev1.PodTemplateSpec, claimTemplate string) {
+	t.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: topology.ComputeDomainClaim, ResourceClaimTemplateName: ptr(claimTemplate)}}
+	c := &t.Spec.Containers[0]
+	c.Resources.Claims = []corev1.ResourceClaim{{Name: topology.ComputeDomainClaim}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -29,7 +29,8 @@ type PoolBenchmark struct {
 	Nodes int          `json:"nodes"`
 	NCCL  NCCLTestJob  `json:"ncclTest"`
 	Train *TrainingJob `json:"training,omitempty"`
-	// Queue is the Kueue queue the jobs wait in and are admitted from, whole.
+	// Queue is the Kueue queue the jobs wait in and are admitted from, whole; nil on UltraServer
+	// pools (unqueuedReason says why).
 	Queue *JobQueue `json:"queue"`
 	// DoNotDisrupt: Karpenter must not consolidate or replace a node while a job runs on it.
 	DoNotDisrupt bool `json:"doNotDisrupt"`
@@ -139,11 +140,22 @@ func BenchmarkNodes(p PoolSpec) int {
 	return p.Scaling.DesiredNodes
 }
 
+// unqueuedReason is why an UltraServer pool's jobs wait in no Kueue queue: Kueue v0.19.2 counts a
+// job's DRA claims against quota (pkg/dra, GetResourceRequestsForResourceClaimTemplates) and holds
+// the job inadmissible, not requeued, while its claim template is missing or its DeviceClass is
+// not in Kueue's deviceClassMappings (both seen with the real controllers in the test cluster).
+const unqueuedReason = "no Kueue queue: Kueue v0.19.2 counts the jobs' ComputeDomain claims as DRA quota and would hold them inadmissible without a deviceClassMappings entry for the IMEX channel; the jobs run on the pool's ComputeDomain as the MPI operator starts them, and the pool, one reserved UltraServer, runs one job at a time by hand"
+
 // deriveBenchmark derives a pool's benchmark jobs.
 func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchmark {
 	pod := p.TrainingPod
 	nodes := BenchmarkNodes(p)
-	b := &PoolBenchmark{Nodes: nodes, Queue: deriveQueue(p, nodes), DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
+	b := &PoolBenchmark{Nodes: nodes, DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
+	if pod.ComputeDomain == nil {
+		b.Queue = deriveQueue(p, nodes)
+	} else {
+		b.Notes = append(b.Notes, unqueuedReason)
+	}
 	workers := nodes * pod.PodsPerNode
 	maxBytes, iters, why := ncclSweep(p.Instance)
 	b.NCCL = NCCLTestJob{
@@ -158,11 +170,17 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 	if pod.GPUsPerPod == 1 && pod.PodsPerNode > 1 {
 		b.Notes = append(b.Notes, "one GPU per pod: ranks on the same node talk over the network, not NVLink; compare with a pod-per-node pool to see what that costs")
 	}
-	if len(s.TrainingCommand) > 0 {
+	switch {
+	case len(s.TrainingCommand) > 0 && pod.ComputeDomain != nil:
+		// A TrainJob's pods get their shape from runtime patches, and v2.3.0's PodSpecPatch has no
+		// resourceClaims: its pods could not claim the ComputeDomain's channel.
+		b.Notes = append(b.Notes, fmt.Sprintf("no training job: Kubeflow Trainer v2.3.0's runtime patches cannot give its pods the ComputeDomain claim that multi-node NVLink needs on %s; the NCCL job measures the NVLink domain",
+			p.Instance.Name))
+	case len(s.TrainingCommand) > 0:
 		runtime, why := TrainingRuntimeFor(pod)
 		b.Train = &TrainingJob{Name: p.Name + "-train", Runtime: runtime, RuntimeReason: why, NumNodes: workers, ProcsPerNode: pod.GPUsPerPod,
 			Command: append([]string{"torchrun"}, s.TrainingCommand...), DeadlineSeconds: trainDeadlineSeconds}
-	} else {
+	default:
 		b.Notes = append(b.Notes, fmt.Sprintf("no training job: set %s.trainingCommand to the script torchrun runs", KeyBenchmarks))
 	}
 	return b

@@ -130,7 +130,10 @@ func deriveInCluster(poolName string, p Profile, it catalog.InstanceType, efa in
 func deriveFabricManager(p Profile, it catalog.InstanceType) FabricManagerDecision {
 	if !it.FabricManager {
 		why := fmt.Sprintf("%s has no NVSwitch: its GPUs share PCIe only", it.Name)
-		if it.GPUCount == 1 {
+		switch {
+		case it.MultiNodeNVLink():
+			why = fmt.Sprintf("%s's NVSwitches are in the UltraServer's NVLink switch trays, which manage the fabric themselves; the nodes run IMEX instead (the DRA driver's ComputeDomains)", it.Name)
+		case it.GPUCount == 1:
 			why = fmt.Sprintf("%s has a single GPU and no NVSwitch", it.Name)
 		}
 		return FabricManagerDecision{RunBy: FabricManagerNotNeeded, Reason: why}

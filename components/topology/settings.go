@@ -145,12 +145,23 @@ const DefaultNVIDIADriverVersion = "580.159.03"
 var driverVersionPattern = regexp.MustCompile(`^[0-9]{3}\.[0-9]+(\.[0-9]+)?$`)
 
 // DefaultTrainingImage runs nccl-tests with EFA, libfabric and aws-ofi-nccl: the image AWS's
-// EFA-on-EKS examples use, pinned to a tag that names its versions (CUDA 12.8.1, EFA installer
-// 1.43.2, aws-ofi-nccl 1.16.3, NCCL 2.27.7-1, nccl-tests 2.16.9: the build arguments of AWS's
-// nccl-tests Dockerfile, awsome-distributed-training micro-benchmarks) instead of the moving
-// :latest. CUDA 12.8 runs on the 570 driver of the pinned EKS AL2023 image. The training pod
-// template carries it until a stack names its own.
-const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+// EFA-on-EKS examples use, pinned to a tag that names its versions (CUDA 13.0.2, EFA installer
+// 1.48.0, aws-ofi-nccl 1.19.0, NCCL 2.30.4-1, nccl-tests 2.18.3: the build arguments of AWS's
+// nccl-tests Dockerfile, awsome-distributed-training micro-benchmarks, commit 16da837e, whose
+// FSDP test case builds on this tag) instead of the moving :latest. It is built for linux/amd64
+// and linux/arm64 (buildspec.yaml) with native code for DefaultImageComputeCapabilities only
+// ("PTX is not embedded"). CUDA 13 needs the 580 driver, which the pinned EKS AL2023 release
+// ships. The training pod template carries it until a stack names its own.
+const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
+
+// DefaultImageComputeCapabilities are the GPU architectures the default image's NCCL and
+// nccl-tests carry code for (its Dockerfile's NVCC_GENCODE: sm_80, sm_86, sm_89, sm_90, sm_100,
+// sm_103); a GPU outside them (the RTX PRO 6000 Blackwell's 12.0) finds no kernel to run.
+var DefaultImageComputeCapabilities = []string{"8.0", "8.6", "8.9", "9.0", "10.0", "10.3"}
+
+// minCUDA13Driver is the oldest driver branch CUDA 13 runs on (NVIDIA CUDA 13.0 release notes:
+// driver 580 or newer).
+const minCUDA13Driver = 580
 
 var (
 	regionPattern      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
@@ -36,24 +37,23 @@ const (
 	ComputeDomainClaim = "compute-domain-channel"
 )
 
-// ComputeDomainSpec is one job's NVLink domain: the ComputeDomain object, named after the job,
-// whose controller makes the ResourceClaimTemplate the job's pods claim their IMEX channel from.
+// ComputeDomainSpec is an NVLink domain: the ComputeDomain object, whose controller makes the
+// ResourceClaimTemplate pods claim their IMEX channel from.
 type ComputeDomainSpec struct {
 	Name          string `json:"name"`
 	ClaimTemplate string `json:"resourceClaimTemplate"`
-	// NumNodes is the nodes the job spans (elastic from driver 25.8 on; set as AWS's example does).
+	// NumNodes is the nodes the domain spans (elastic from driver 25.8 on; set as AWS's example does).
 	NumNodes int `json:"numNodes"`
 }
 
-// ComputeDomainFor is the ComputeDomain of a job spanning nodes: one per job [eks-ultra].
-func ComputeDomainFor(job string, nodes int) ComputeDomainSpec {
-	return ComputeDomainSpec{Name: job, ClaimTemplate: job + "-channel", NumNodes: nodes}
-}
-
-// PoolComputeDomain is the ComputeDomain the pool's training pod template claims from: the
-// domain a job made from the template must create (benchjobs shows how), named after the pool.
+// PoolComputeDomain is the pool's ComputeDomain, which gpucluster creates with the cluster and
+// every job on the pool claims (the training pod template, the benchmark). The EKS user guide
+// advises a domain per job [eks-ultra]; a pool's domain instead exists, with its claim template,
+// before any job is applied, so no job races the controller that makes the template, and the
+// pool, one UltraServer, runs one job at a time.
 func PoolComputeDomain(pool PoolSpec) ComputeDomainSpec {
-	return ComputeDomainFor(pool.Name+"-compute-domain", pool.Scaling.DesiredNodes)
+	name := pool.Name + "-compute-domain"
+	return ComputeDomainSpec{Name: name, ClaimTemplate: name + "-channel", NumNodes: pool.Scaling.DesiredNodes}
 }
 
 // mnnvlEnv is what a job on an UltraServer sets so that NCCL fails rather than falls back to EFA
@@ -105,10 +105,9 @@ func deriveDRADriver(it catalog.InstanceType) Decision {
 	return Decision{true, fmt.Sprintf("a job's GPUs across the UltraServer (%v instances) share NVLink only inside a ComputeDomain, whose IMEX daemons the NVIDIA DRA driver runs", it.UltraServerInstances)}
 }
 
-// checkArchitectures refuses what a stack-wide setting makes impossible for a pool's CPUs and
-// NVLink domain: an UltraServer pool on a Kubernetes version EKS does not run it on [eks-ultra],
-// and an arm64 pool on the default training image, which is built for x86_64 only (AWS's own
-// GB200 example runs a separate arm64 nccl-tests image [aws-gb200]).
+// checkArchitectures refuses what a stack-wide setting makes impossible for a pool: an
+// UltraServer pool on a Kubernetes version EKS does not run it on [eks-ultra], a GPU the default
+// training image has no code for, and the default image (CUDA 13) on a custom image's older driver.
 func checkArchitectures(spec StackSpec, st Stack) error {
 	var errs ConfigErrors
 	for _, p := range spec.Pools {
@@ -120,11 +119,22 @@ func checkArchitectures(spec StackSpec, st Stack) error {
 					Fix: fmt.Sprintf("set %s to 1.%d or newer (default %s)", KeyKubernetesVersion, MinUltraServerKubernetesMinor, DefaultKubernetesVersion)})
 			}
 		}
-		if p.Instance.CPUArch != catalog.ArchAMD64 && spec.TrainingImage == DefaultTrainingImage {
+		if spec.TrainingImage != DefaultTrainingImage {
+			continue // the stack's own image: what it was built for is the stack's to know
+		}
+		if cc := p.Instance.ComputeCapability; !slices.Contains(DefaultImageComputeCapabilities, cc) {
 			errs = append(errs, ConfigError{File: st.File, Line: st.imageLine, Key: KeyTrainingImage,
-				Message: fmt.Sprintf("pool %s runs %s nodes (%s), and the default training image %s is built for amd64 only",
-					p.Name, p.Instance.CPUArch, p.Instance.Name, DefaultTrainingImage),
-				Fix: fmt.Sprintf("set %s to an %s (or multi-architecture) image with nccl-tests, NCCL and aws-ofi-nccl", KeyTrainingImage, p.Instance.CPUArch)})
+				Message: fmt.Sprintf("pool %s runs %s GPUs (compute capability %s), and the default training image carries code for %v only, with no PTX to compile from: NCCL and nccl-tests would find no kernel to run",
+					p.Name, p.Instance.GPUModel, cc, DefaultImageComputeCapabilities),
+				Fix: fmt.Sprintf("set %s to an image whose NCCL and nccl-tests are built for sm_%s", KeyTrainingImage, strings.ReplaceAll(cc, ".", ""))})
+		}
+		if p.AMI.Family == AMICustom {
+			if major := atoi(strings.SplitN(spec.NVIDIADriverVersion, ".", 2)[0]); major < minCUDA13Driver {
+				errs = append(errs, ConfigError{File: st.File, Line: st.imageLine, Key: KeyTrainingImage,
+					Message: fmt.Sprintf("pool %s's custom image has NVIDIA driver %s, and the default training image is built with CUDA 13, which needs driver %d or newer",
+						p.Name, spec.NVIDIADriverVersion, minCUDA13Driver),
+					Fix: fmt.Sprintf("set %s to an image built with the CUDA your driver runs, or move the custom image to driver %d+ (and %s with it)", KeyTrainingImage, minCUDA13Driver, KeyNVIDIADriverVersion)})
+			}
 		}
 	}
 	if len(errs) > 0 {

@@ -171,8 +171,8 @@ func TestBenchmarkJobsAreScheduled(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) { scheduleStack(t, s, spec) })
 	}
-	if stacks < 6 {
-		t.Errorf("%d stacks enable benchmarks; the six experiment stacks must", stacks)
+	if stacks < 7 {
+		t.Errorf("%d stacks enable benchmarks; the seven experiment stacks must", stacks)
 	}
 }
 
@@ -251,7 +251,7 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 			packed[p.Name] = append(packed[p.Name], name)
 			must(s.CreateReadyNode(node(name, networkNodes(p, "a"), p.Taints, topology.NodeAllocatable(p))))
 		}
-		if p.Benchmark.Queue.Topology != nil {
+		if p.Benchmark.Queue != nil && p.Benchmark.Queue.Topology != nil {
 			for i := range p.Benchmark.Nodes - 1 {
 				// Named to come first where Kueue breaks ties by name.
 				name := fmt.Sprintf("%s-%s-a-spare-%d", spec.Stack, p.Name, i)
@@ -272,7 +272,7 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 					t.Errorf("%s %v: a pod mounts a service-account token it never uses", obj["kind"], obj["metadata"])
 				}
 			}
-			if obj["metadata"].(map[string]any)["labels"].(map[string]any)[topology.LabelQueueName] != p.Benchmark.Queue.Name {
+			if q := p.Benchmark.Queue; q != nil && obj["metadata"].(map[string]any)["labels"].(map[string]any)[topology.LabelQueueName] != q.Name {
 				t.Errorf("%s %v is in no queue of the pool", obj["kind"], obj["metadata"])
 			}
 			obj["metadata"].(map[string]any)["namespace"] = ns
@@ -283,6 +283,10 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		must(s.Create(mpi))
 		applied = append(applied, mpi)
 		sel := "training.kubeflow.org/job-name=" + mpi["metadata"].(map[string]any)["name"].(string)
+		if cd := p.TrainingPod.ComputeDomain; cd != nil {
+			checkClaimingWorkers(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p, *cd)
+			continue
+		}
 		workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool, packed[p.Name])
 		train := byKind["TrainJob"]
 		if train != nil {
@@ -312,6 +316,46 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 				checkTrainingPod(t, s, ns, pod.Name, p)
 			}
 		}
+	}
+}
+
+// checkClaimingWorkers: on an UltraServer pool the MPI operator makes every worker (no Kueue queue
+// holds the job), each claiming the pool's ComputeDomain channel. Named deviation: the test
+// cluster runs no NVIDIA DRA driver (its ComputeDomain controller and kubelet plugin need GPUs on
+// an NVLink fabric), so nothing makes the claim template or allocates the channel, and the
+// workers stay unscheduled: their shape is what is proven here, not their placement.
+func checkClaimingWorkers(t *testing.T, s *kubeapi.Server, ns, selector string, p topology.PoolSpec, cd topology.ComputeDomainSpec) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		pods, err := s.Pods(ns, selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) == p.Benchmark.NCCL.Workers {
+			for _, pod := range pods {
+				if pod.Node != "" {
+					t.Errorf("worker %s bound to %s although nothing allocated its IMEX channel", pod.Name, pod.Node)
+				}
+				obj, err := s.Get(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": pod.Name, "namespace": ns}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec := obj["spec"].(map[string]any)
+				claims, _ := spec["resourceClaims"].([]any)
+				c0 := spec["containers"].([]any)[0].(map[string]any)
+				used, _ := c0["resources"].(map[string]any)["claims"].([]any)
+				if len(claims) != 1 || claims[0].(map[string]any)["resourceClaimTemplateName"] != cd.ClaimTemplate ||
+					len(used) != 1 || used[0].(map[string]any)["name"] != topology.ComputeDomainClaim {
+					t.Errorf("worker %s claims %v, uses %v; want the channel of %s", pod.Name, claims, used, cd.Name)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workers made for an UltraServer pool", len(pods), p.Benchmark.NCCL.Workers)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -109,6 +109,8 @@ type Report struct {
 	Provider     string            `json:"provider,omitempty"`
 	NICs         int               `json:"nics,omitempty"`
 	PluginSetEnv map[string]string `json:"pluginSetEnv,omitempty"`
+	// MNNVL is what NCCL said of multi-node NVLink and NVLink SHARP (UltraServers), when it did.
+	MNNVL *MNNVL `json:"mnnvl,omitempty"`
 	// InstanceType is the type the diagnosis reasoned about: the pool's, else the platform's.
 	InstanceType string `json:"instanceType,omitempty"`
 	// Sources are the files read as one job (every pod's log), when there were several.
@@ -137,6 +139,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 		r.Communicators = append(r.Communicators, commReport(c))
 	}
 	r.Platform, r.Provider, r.NICs = l.Platform, l.Provider, l.NICs
+	r.MNNVL = l.MNNVL
 	if len(l.PluginSet) > 0 {
 		r.PluginSetEnv = l.PluginSet
 	}
@@ -281,6 +284,7 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		}
 	}
 	failureFindings(l.Failures, add)
+	mnnvlFindings(l, it, add)
 	for _, c := range comms {
 		for _, conn := range c.Connections {
 			if conn.Where == "intra-node" && strings.HasPrefix(conn.Transport, "NET/") {

@@ -119,6 +119,8 @@ type Log struct {
 	Assigned string
 	// InternalNet: NCCL said it found no external plugin and uses its own transports.
 	InternalNet bool
+	// MNNVL is what NCCL said of multi-node NVLink and NVLS (nil: nothing).
+	MNNVL *MNNVL
 	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
 	SocketUsing string
 	pluginNamed bool // NCCL named the plugin it loaded
@@ -499,6 +501,9 @@ func (l *Log) parseMessage(rec *record) {
 	}
 	if rec.find(internalNetRe) != nil {
 		l.InternalNet = true
+	}
+	if strings.Contains(msg, "MNNVL") || strings.Contains(msg, "NVLS") || strings.Contains(msg, "NVLink SHARP") {
+		l.parseMNNVL(rec)
 	}
 	if m := rec.find(timingsRe); m != nil {
 		total, _ := strconv.ParseFloat(m[1], 64)

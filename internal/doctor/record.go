@@ -190,6 +190,11 @@ func placeTransport(via string) (string, string) {
 		if strings.HasPrefix(via, "NET/") {
 			return via, "inter"
 		}
+	case topology.TransportP2P:
+		// P2P/MNNVL reaches another node's GPU over an UltraServer's NVLink (src/transport/p2p.cc).
+		if strings.Contains(via, "MNNVL") {
+			return via, "inter"
+		}
 	}
 	return via, "intra"
 }

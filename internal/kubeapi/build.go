@@ -70,6 +70,9 @@ const (
 	TrainerModule     = "github.com/kubeflow/trainer/v2"
 	JobSetModule      = "sigs.k8s.io/jobset"
 	KueueModule       = "sigs.k8s.io/kueue"
+	// DRADriverModule is the NVIDIA DRA driver, whose chart's CRDs (ComputeDomain,
+	// ComputeDomainClique) the server installs.
+	DRADriverModule = "sigs.k8s.io/dra-driver-nvidia-gpu"
 )
 
 // OperatorsModule is the build module of Kubeflow Trainer, JobSet and Kueue.
@@ -108,7 +111,8 @@ func ModuleDir(module string) (string, error) {
 // crdFiles are the CRD manifests the test server installs: Karpenter's (pkg/apis/crds), the
 // MPI operator's MPIJob (manifests/base, the file its release applies), Kubeflow Trainer's
 // (manifests/base/crds), JobSet's and Kueue's (config/components/crd/bases: the bases, without
-// the conversion webhooks the release patches in; everything here speaks Kueue's storage version).
+// the conversion webhooks the release patches in; everything here speaks Kueue's storage version),
+// and the NVIDIA DRA driver chart's (deployments/helm/dra-driver-nvidia-gpu/crds).
 func crdFiles() ([]string, error) {
 	karpenter, err := KarpenterModuleDir()
 	if err != nil {
@@ -144,7 +148,15 @@ func crdFiles() ([]string, error) {
 	if err != nil || len(kueueCRDs) == 0 {
 		return nil, fmt.Errorf("no CRDs in %s", kueue)
 	}
-	return append(files, kueueCRDs...), nil
+	dra, err := ModuleDir(DRADriverModule)
+	if err != nil {
+		return nil, err
+	}
+	draCRDs, err := filepath.Glob(filepath.Join(dra, "deployments", "helm", "dra-driver-nvidia-gpu", "crds", "resource.nvidia.com_*.yaml"))
+	if err != nil || len(draCRDs) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", dra)
+	}
+	return append(append(files, kueueCRDs...), draCRDs...), nil
 }
 
 // crds returns the CRD manifests the test server installs.

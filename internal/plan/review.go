@@ -110,6 +110,9 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Image | %s |\n", amiLine(p.AMI))
 	w("| Fabric manager | %s: %s |\n", p.InCluster.FabricManager.RunBy, p.InCluster.FabricManager.Reason)
 	w("| Device plugins | NVIDIA: %s; EFA: %s |\n", yesNo(p.InCluster.NVIDIADevicePlugin), yesNo(p.InCluster.EFADevicePlugin))
+	if cd := p.TrainingPod.ComputeDomain; cd != nil {
+		w("| NVLink domain | %s |\n", nvlinkDomainLine(p, *cd))
+	}
 	w("| NCCL intra-node | `%s`%s: %s |\n", p.NCCL.IntraNode.Class, logHint(p.NCCL.IntraNode.Log), p.NCCL.IntraNode.Reason)
 	w("| NCCL inter-node | `%s`%s: %s |\n", p.NCCL.InterNode.Class, logHint(p.NCCL.InterNode.Log), p.NCCL.InterNode.Reason)
 	w("| Inter-node bandwidth | %g of %d Gbps per node: %s |\n", p.NCCL.ExpectedInterNodeGbps, p.NCCL.PhysicalMaxGbps, p.NCCL.BandwidthNote)
@@ -459,4 +462,16 @@ func expirySection(s topology.StackSpec) string {
 	fmt.Fprintf(&b, "\nUntil then the stack costs %s after `pulumi up` (%s at every pool's maximum).", usd(c.AtDeploy, c.Complete), usd(c.AtMost, c.Complete))
 	fmt.Fprintf(&b, " Afterwards, until `pulumi destroy`, these keep running: %s, about **$%.2f per hour** (%s).\n\n", strings.Join(items, ", "), remaining, catalog.PriceRegion+" list prices")
 	return b.String()
+}
+
+// nvlinkDomainLine explains a pool whose NVLink domain spans instances (an UltraServer): what joins
+// its nodes, what each job must create, and why the pool is exactly one UltraServer.
+func nvlinkDomainLine(p topology.PoolSpec, cd topology.ComputeDomainSpec) string {
+	it := p.Instance
+	return fmt.Sprintf("the pool is one UltraServer: its %d GPUs (%d nodes × %d) reach each other over NVLink through the UltraServer's NVLink switch trays, "+
+		"not only inside a node. A process reaches another node's GPU memory through IMEX, which the NVIDIA DRA driver (%s) starts for a ComputeDomain: "+
+		"gpucluster creates the pool's, and every job's pods claim its IMEX channel (claim `%s` on `%s`'s template), the training pod template's and the benchmark's alike. "+
+		"NCCL then connects ranks on different nodes `via P2P/MNNVL` and reduces with NVLink SHARP (NVLS); NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1 make it fail rather than fall back to EFA, which carries only what leaves the UltraServer. "+
+		"Nodes of one pool share one NVLink domain, so jobs need no `nvidia.com/gpu.clique` affinity; more UltraServers are more pools",
+		it.GPUCount*p.Scaling.DesiredNodes, p.Scaling.DesiredNodes, it.GPUCount, p.InCluster.DRADriver.Reason, topology.ComputeDomainClaim, cd.Name)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
@@ -109,6 +110,10 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 	if err != nil {
 		return nil, err
 	}
+	draDir, err := kubeapi.ModuleDir(kubeapi.DRADriverModule)
+	if err != nil {
+		return nil, err
+	}
 	// Trainer's packaged chart carries JobSet's chart of the release it requires.
 	charts, _ := json.Marshal(map[string]any{karpenter.ChartRef + "@" + karpenter.ChartVersion: map[string]any{
 		"dir":    filepath.Join(karpenterDir, "charts", "karpenter"),
@@ -119,6 +124,8 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		"dependencies": []string{filepath.Join(jobsetDir, "charts", "jobset")},
 	}, kueue.ChartRef + "@" + kueue.ChartVersion: map[string]any{
 		"dir": filepath.Join(kueueDir, "charts", "kueue"),
+	}, dradriver.ChartRef + "@" + dradriver.ChartVersion: map[string]any{
+		"dir": filepath.Join(draDir, "deployments", "helm", "dra-driver-nvidia-gpu"),
 	}})
 	localFiles, _ := json.Marshal(map[string]string{mpioperator.CRDURL: filepath.Join(mpiDir, "manifests", "base", "kubeflow.org_mpijobs.yaml")})
 	awsVersion, k8sVersion, err := providerVersions()

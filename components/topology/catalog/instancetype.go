@@ -21,14 +21,17 @@ const (
 // Field names say the unit. The catalog entries below cite their sources; the network-card
 // figures are also checked against AWS's generated data in amazon-vpc-cni-k8s (instancetype_test.go).
 type InstanceType struct {
-	Name          string `json:"name"`
-	GPUModel      string `json:"gpuModel"`
-	GPUCount      int    `json:"gpuCount"`
-	GPUMemoryGiB  int    `json:"gpuMemoryGiBPerGpu"`
-	VCPUs         int    `json:"vcpus"`
-	MemoryGiB     int    `json:"memoryGiB"`
-	LocalNVMeDisk int    `json:"localNvmeDisks"`
-	LocalNVMeGB   int    `json:"localNvmeGBPerDisk"`
+	Name         string `json:"name"`
+	GPUModel     string `json:"gpuModel"`
+	GPUCount     int    `json:"gpuCount"`
+	GPUMemoryGiB int    `json:"gpuMemoryGiBPerGpu"`
+	// ComputeCapability is the GPU's CUDA architecture ([cuda-gpus]): which native code an image
+	// must carry for it (sm_90 for 9.0).
+	ComputeCapability string `json:"computeCapability"`
+	VCPUs             int    `json:"vcpus"`
+	MemoryGiB         int    `json:"memoryGiB"`
+	LocalNVMeDisk     int    `json:"localNvmeDisks"`
+	LocalNVMeGB       int    `json:"localNvmeGBPerDisk"`
 
 	Interconnect Interconnect `json:"interconnect"`
 	// NVLinkGeneration and NVLinkGBps (per GPU, bidirectional) are set for NVSwitch types only.
@@ -104,6 +107,9 @@ const (
 //	             for g6e.*, p4d, p4de, p5, p5e, p5en; 4 for p6-b200 (not g5, g6)
 //	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html
 //	[g6-p2p]     llm-d-incubation/llm-d-infra PR #181: AWS g6 has no NVLink and no PCIe P2P.
+//	[cuda-gpus]  NVIDIA "CUDA GPUs - Compute Capability" (developer.nvidia.com/cuda-gpus): A100 8.0,
+//	             A10G 8.6, L4 and L40S 8.9, H100 and H200 9.0, B200 and GB200 10.0, B300 10.3,
+//	             RTX PRO 6000 Blackwell Server Edition 12.0.
 //	[karp-ref]   karpenter-provider-aws website/content/en/preview/reference/instance-types.md at
 //	             commit 692ccdd0 (v1.14.0), generated from EC2 DescribeInstanceTypes: GPU name,
 //	             count and memory, vCPUs, memory, local NVMe total, max EFA, architecture.
@@ -126,44 +132,44 @@ const (
 var catalog = []InstanceType{
 	// p4d/p4de: [ec2-accel] 8 x A100, 96 vCPU, 1152 GiB, 8 x 1000 GB NVMe, 400 Gbps;
 	// [efa] 4 EFA, GPUDirect RDMA; [vpc-cni] 4 cards x 15 interfaces; [nvlink] NVLink3; [fm].
-	{Name: "p4d.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152,
+	{Name: "p4d.24xlarge", GPUModel: "NVIDIA A100", ComputeCapability: "8.0", GPUCount: 8, GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
 		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, IPv4PerInterface: 50, NetworkGbps: 400, GPUDirectRDMA: true,
 		OFITopologyFile: true, NetworkNodeLayers: 3},
-	{Name: "p4de.24xlarge", GPUModel: "NVIDIA A100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152,
+	{Name: "p4de.24xlarge", GPUModel: "NVIDIA A100", ComputeCapability: "8.0", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152,
 		LocalNVMeDisk: 8, LocalNVMeGB: 1000, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 3, NVLinkGBps: 600,
 		FabricManager: true, EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 15, IPv4PerInterface: 50, NetworkGbps: 400, GPUDirectRDMA: true,
 		OFITopologyFile: true, NetworkNodeLayers: 3},
 	// p5/p5e: [ec2-accel] 8 x H100 80 GB / H200 141 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps;
 	// [efa] 32 EFA; [vpc-cni] 32 cards x 2 interfaces; [nvlink] NVLink4; [fm].
-	{Name: "p5.48xlarge", GPUModel: "NVIDIA H100", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 192, MemoryGiB: 2048,
+	{Name: "p5.48xlarge", GPUModel: "NVIDIA H100", ComputeCapability: "9.0", GPUCount: 8, GPUMemoryGiB: 80, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
 		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, IPv4PerInterface: 50, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
-	{Name: "p5e.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
+	{Name: "p5e.48xlarge", GPUModel: "NVIDIA H200", ComputeCapability: "9.0", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
 		FabricManager: true, EFA: true, MaxEFA: 32, NetworkCards: 32, MaxENIsPerCard: 2, IPv4PerInterface: 50, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
 	// p5en: [ec2-accel] 8 x H200, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv3);
 	// [efa] 16 EFA; [vpc-cni] 16 cards x 4 interfaces.
-	{Name: "p5en.48xlarge", GPUModel: "NVIDIA H200", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
+	{Name: "p5en.48xlarge", GPUModel: "NVIDIA H200", ComputeCapability: "9.0", GPUCount: 8, GPUMemoryGiB: 141, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 4, NVLinkGBps: 900,
 		FabricManager: true, EFA: true, MaxEFA: 16, NetworkCards: 16, MaxENIsPerCard: 4, IPv4PerInterface: 50, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 3},
 	// p6-b200: [ec2-accel] 8 x B200 179 GB, 192 vCPU, 2048 GiB, 8 x 3840 GB NVMe, 3200 Gbps (EFAv4);
 	// [efa] 8 EFA; [vpc-cni] 8 cards x 4 interfaces; [nvlink] NVLink5.
-	{Name: "p6-b200.48xlarge", GPUModel: "NVIDIA B200", GPUCount: 8, GPUMemoryGiB: 179, VCPUs: 192, MemoryGiB: 2048,
+	{Name: "p6-b200.48xlarge", GPUModel: "NVIDIA B200", ComputeCapability: "10.0", GPUCount: 8, GPUMemoryGiB: 179, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3840, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
 		FabricManager: true, EFA: true, MaxEFA: 8, NetworkCards: 8, MaxENIsPerCard: 4, IPv4PerInterface: 50, NetworkGbps: 3200, GPUDirectRDMA: true, NetworkNodeLayers: 4},
 
 	// p5.4xlarge: [karp-ref] 1 x H100 80 GiB, 16 vCPU, 256 GiB, 3800 GB NVMe, 1 EFA; [karp-vpc] 1 card x
 	// 4 interfaces; [karpenter] 100 Gbps; no GPUDirect RDMA (DescribeInstanceTypes, quoted in
 	// NVIDIA/aicr#1256); not in [ec2-topo]'s list (only p5.48xlarge is).
-	{Name: "p5.4xlarge", GPUModel: "NVIDIA H100", GPUCount: 1, GPUMemoryGiB: 80, VCPUs: 16, MemoryGiB: 256,
+	{Name: "p5.4xlarge", GPUModel: "NVIDIA H100", ComputeCapability: "9.0", GPUCount: 1, GPUMemoryGiB: 80, VCPUs: 16, MemoryGiB: 256,
 		LocalNVMeDisk: 1, LocalNVMeGB: 3800, Interconnect: InterconnectNone,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 4, IPv4PerInterface: 30, NetworkGbps: 100},
 	// p6-b300: [karp-ref] 8 x B300 268 GiB (275040 MiB), 192 vCPU, 4096 GiB, 30400 GB NVMe (8 x 3800),
 	// 16 EFA; [karp-vpc] 17 cards x 4 interfaces; [efa-b300] card 0 ENA only; [karpenter] 6400 Gbps
 	// (plus card 0's own ENA bandwidth); [nvlink] NVLink5; [fm] with the NVLink Subnet Manager
 	// (fourth-generation NVSwitch, as p6-b200); [ec2-topo] 4 layers; [eks-ami] driver 580.
-	{Name: "p6-b300.48xlarge", GPUModel: "NVIDIA B300", GPUCount: 8, GPUMemoryGiB: 268, VCPUs: 192, MemoryGiB: 4096,
+	{Name: "p6-b300.48xlarge", GPUModel: "NVIDIA B300", ComputeCapability: "10.3", GPUCount: 8, GPUMemoryGiB: 268, VCPUs: 192, MemoryGiB: 4096,
 		LocalNVMeDisk: 8, LocalNVMeGB: 3800, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
 		FabricManager: true, EFA: true, MaxEFA: 16, NetworkCards: 17, MaxENIsPerCard: 4, IPv4PerInterface: 50, NetworkGbps: 6400, GPUDirectRDMA: true,
 		EFACards: cardRange(1, 16), NetworkNodeLayers: 4},
@@ -174,7 +180,7 @@ var catalog = []InstanceType{
 	// page; no module generates them (Karpenter does not launch the type: it is absent from
 	// [karp-vpc]). [efa-p6e] 17 cards, EFA-only on the odd ones; [karpenter] 3200 Gbps
 	// (8 x 400); [ec2-topo] 3 layers.
-	{Name: "p6e-gb200.36xlarge", GPUModel: "NVIDIA GB200", GPUCount: 4, GPUMemoryGiB: 185, VCPUs: 144, MemoryGiB: 960,
+	{Name: "p6e-gb200.36xlarge", GPUModel: "NVIDIA GB200", ComputeCapability: "10.0", GPUCount: 4, GPUMemoryGiB: 185, VCPUs: 144, MemoryGiB: 960,
 		LocalNVMeDisk: 3, LocalNVMeGB: 7500, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
 		EFA: true, MaxEFA: 8, NetworkCards: 17, MaxENIsPerCard: 1, NetworkGbps: 3200, GPUDirectRDMA: true,
 		EFACards: []int{1, 5, 9, 13, 3, 7, 11, 15}, CPUArch: ArchARM64, UltraServerInstances: []int{9, 18}, NetworkNodeLayers: 3},
@@ -182,28 +188,28 @@ var catalog = []InstanceType{
 	// g6e: [ec2-accel] L40S 48 GB; EFA from 8xlarge up [efa]; no GPUDirect RDMA [efa];
 	// cards and interfaces [vpc-cni]; bandwidth [ec2-accel] and [karpenter] baselines.
 	// Multi-GPU sizes: [field] NODE topology, no P2P; NCCL falls back to SHM.
-	{Name: "g6e.xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 4, MemoryGiB: 32,
+	{Name: "g6e.xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 4, MemoryGiB: 32,
 		LocalNVMeDisk: 1, LocalNVMeGB: 250, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 4, IPv4PerInterface: 15, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 2.5, NetworkNodeLayers: 3},
-	{Name: "g6e.2xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 8, MemoryGiB: 64,
+	{Name: "g6e.2xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 8, MemoryGiB: 64,
 		LocalNVMeDisk: 1, LocalNVMeGB: 450, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 4, IPv4PerInterface: 15, NetworkGbps: 20, NetworkBurstOnly: true, BaselineGbps: 5, NetworkNodeLayers: 3},
-	{Name: "g6e.4xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 16, MemoryGiB: 128,
+	{Name: "g6e.4xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 16, MemoryGiB: 128,
 		LocalNVMeDisk: 1, LocalNVMeGB: 600, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 8, IPv4PerInterface: 30, NetworkGbps: 20, NetworkNodeLayers: 3},
-	{Name: "g6e.8xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 32, MemoryGiB: 256,
+	{Name: "g6e.8xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 32, MemoryGiB: 256,
 		LocalNVMeDisk: 1, LocalNVMeGB: 900, Interconnect: InterconnectNone,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 8, IPv4PerInterface: 30, NetworkGbps: 25, NetworkNodeLayers: 3},
-	{Name: "g6e.12xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 48, MemoryGiB: 384,
+	{Name: "g6e.12xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 48, MemoryGiB: 384,
 		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 10, IPv4PerInterface: 30, NetworkGbps: 100, NetworkNodeLayers: 3},
-	{Name: "g6e.16xlarge", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 64, MemoryGiB: 512,
+	{Name: "g6e.16xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 1, GPUMemoryGiB: 48, VCPUs: 64, MemoryGiB: 512,
 		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, IPv4PerInterface: 50, NetworkGbps: 35, NetworkNodeLayers: 3},
-	{Name: "g6e.24xlarge", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 96, MemoryGiB: 768,
+	{Name: "g6e.24xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 4, GPUMemoryGiB: 48, VCPUs: 96, MemoryGiB: 768,
 		LocalNVMeDisk: 2, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 2, NetworkCards: 2, MaxENIsPerCard: 10, IPv4PerInterface: 50, NetworkGbps: 200, NetworkNodeLayers: 3},
-	{Name: "g6e.48xlarge", GPUModel: "NVIDIA L40S", GPUCount: 8, GPUMemoryGiB: 48, VCPUs: 192, MemoryGiB: 1536,
+	{Name: "g6e.48xlarge", GPUModel: "NVIDIA L40S", ComputeCapability: "8.9", GPUCount: 8, GPUMemoryGiB: 48, VCPUs: 192, MemoryGiB: 1536,
 		LocalNVMeDisk: 4, LocalNVMeGB: 1900, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 10, IPv4PerInterface: 50, NetworkGbps: 400, NetworkNodeLayers: 3},
 
@@ -212,33 +218,33 @@ var catalog = []InstanceType{
 	// [ec2-topo] 3 layers; [eks-ami] driver 580. PCIe only: no NVLink, so no fabric manager. No
 	// public source says whether its GPUs do PCIe peer-to-peer or GPUDirect RDMA over EFA, so the
 	// catalog assumes neither (as on g6e) and the doctor reports what a run shows.
-	{Name: "g7e.2xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 8, MemoryGiB: 64,
+	{Name: "g7e.2xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 8, MemoryGiB: 64,
 		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 4, IPv4PerInterface: 64, NetworkGbps: 50, NetworkNodeLayers: 3},
-	{Name: "g7e.4xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 16, MemoryGiB: 128,
+	{Name: "g7e.4xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 16, MemoryGiB: 128,
 		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
 		NetworkCards: 1, MaxENIsPerCard: 8, IPv4PerInterface: 64, NetworkGbps: 50, NetworkNodeLayers: 3},
-	{Name: "g7e.8xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 32, MemoryGiB: 256,
+	{Name: "g7e.8xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 1, GPUMemoryGiB: 96, VCPUs: 32, MemoryGiB: 256,
 		LocalNVMeDisk: 1, LocalNVMeGB: 1900, Interconnect: InterconnectNone,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 8, IPv4PerInterface: 64, NetworkGbps: 100, NetworkNodeLayers: 3},
-	{Name: "g7e.12xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 2, GPUMemoryGiB: 96, VCPUs: 48, MemoryGiB: 512,
+	{Name: "g7e.12xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 2, GPUMemoryGiB: 96, VCPUs: 48, MemoryGiB: 512,
 		LocalNVMeDisk: 1, LocalNVMeGB: 3800, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 10, IPv4PerInterface: 64, NetworkGbps: 400, NetworkNodeLayers: 3},
-	{Name: "g7e.24xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 4, GPUMemoryGiB: 96, VCPUs: 96, MemoryGiB: 1024,
+	{Name: "g7e.24xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 4, GPUMemoryGiB: 96, VCPUs: 96, MemoryGiB: 1024,
 		LocalNVMeDisk: 2, LocalNVMeGB: 3800, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 2, NetworkCards: 2, MaxENIsPerCard: 10, IPv4PerInterface: 64, NetworkGbps: 800, NetworkNodeLayers: 3},
-	{Name: "g7e.48xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", GPUCount: 8, GPUMemoryGiB: 96, VCPUs: 192, MemoryGiB: 2048,
+	{Name: "g7e.48xlarge", GPUModel: "NVIDIA RTX PRO 6000 Blackwell", ComputeCapability: "12.0", GPUCount: 8, GPUMemoryGiB: 96, VCPUs: 192, MemoryGiB: 2048,
 		LocalNVMeDisk: 4, LocalNVMeGB: 3800, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 4, NetworkCards: 4, MaxENIsPerCard: 10, IPv4PerInterface: 64, NetworkGbps: 1600, NetworkNodeLayers: 3},
 
 	// g5.48xlarge: [ec2-accel] 8 x A10G 24 GB, 192 vCPU, 768 GiB, 2 x 3800 GB NVMe, 100 Gbps, 1 EFA,
 	// no GPUDirect RDMA; [vpc-cni] 1 card x 7 interfaces; [g5-p2p] no P2P.
-	{Name: "g5.48xlarge", GPUModel: "NVIDIA A10G", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
+	{Name: "g5.48xlarge", GPUModel: "NVIDIA A10G", ComputeCapability: "8.6", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
 		LocalNVMeDisk: 2, LocalNVMeGB: 3800, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 7, IPv4PerInterface: 50, NetworkGbps: 100},
 	// g6.48xlarge: [ec2-accel] 8 x L4 24 GB, 192 vCPU, 768 GiB, 4 x 1880 GB NVMe, 100 Gbps, 1 EFA,
 	// no GPUDirect RDMA; [vpc-cni] 1 card x 15 interfaces; [g6-p2p] no P2P.
-	{Name: "g6.48xlarge", GPUModel: "NVIDIA L4", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
+	{Name: "g6.48xlarge", GPUModel: "NVIDIA L4", ComputeCapability: "8.9", GPUCount: 8, GPUMemoryGiB: 24, VCPUs: 192, MemoryGiB: 768,
 		LocalNVMeDisk: 4, LocalNVMeGB: 1880, Interconnect: InterconnectPCIe,
 		EFA: true, MaxEFA: 1, NetworkCards: 1, MaxENIsPerCard: 15, IPv4PerInterface: 50, NetworkGbps: 100},
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/trainer"
@@ -252,6 +253,7 @@ func TestDocumentedVersionsAreThePins(t *testing.T) {
 		{regexp.MustCompile("Kubeflow Trainer v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.Version, "v")},
 		{regexp.MustCompile("JobSet v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(trainer.JobSetVersion, "v")},
 		{regexp.MustCompile("Kueue v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(kueue.Version, "v")},
+		{regexp.MustCompile("NVIDIA DRA driver v(\\d+\\.\\d+\\.\\d+)"), strings.TrimPrefix(dradriver.Version, "v")},
 	}
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, p := range pins {

@@ -107,12 +107,12 @@ func mnnvlFindings(l *Log, it *catalog.InstanceType, add func(code, severity, ev
 		return
 	}
 	if x.NotWorking != "" {
-		add("mnnvl-not-working", topology.SeverityError, "NCCL: \""+x.NotWorking+"\"",
-			fmt.Sprintf("the GPUs are in a multi-node NVLink clique of %d, yet NCCL could not map another node's memory: the process has no IMEX channel (/dev/nvidia-caps-imex-channels), because the pod claims no ComputeDomain channel, or the domain's IMEX daemons are not running on every node", x.CliqueSize),
-			"give every pod of the job the ComputeDomain's channel (resourceClaims naming the domain's claim template, and the container's resources.claims; gpucluster's pod template and benchmark do), check that `kubectl get computedomain` shows it Ready with a daemon on each node; NCCL_MNNVL_ENABLE=0 only to run over EFA instead")
+		add("mnnvl-not-working", topology.SeverityError, x.NotWorking,
+			fmt.Sprintf("the GPUs are in a multi-node NVLink clique of %d, yet NCCL could not map another node's memory: the process has no IMEX channel (/dev/nvidia-caps-imex-channels); in Kubernetes the pod claims no ComputeDomain channel, or the domain's IMEX daemons are not running on every node; on bare instances the IMEX service is not running or not configured with every node of the job", x.CliqueSize),
+			"in Kubernetes, give every pod of the job the ComputeDomain's channel (resourceClaims naming the domain's claim template, and the container's resources.claims; gpucluster's pod template and benchmark do) and check that `kubectl get computedomain` shows it Ready with a daemon on each node; on bare instances, check `nvidia-imex-ctl -N` lists every node; NCCL_MNNVL_ENABLE=0 only to run over EFA instead")
 	}
 	if x.NVLSBindFailed != "" {
-		add("nvls-bind-failed", topology.SeverityError, "NCCL: \""+x.NVLSBindFailed+"\"",
+		add("nvls-bind-failed", topology.SeverityError, x.NVLSBindFailed,
 			"NCCL could not bind NVLink SHARP multicast memory: on an UltraServer, the job's IMEX domain does not span the ranks (no ComputeDomain channel, or ranks outside it); on an HGX node, fabric manager or the NVSwitches are not ready",
 			"on an UltraServer, run the job inside one ComputeDomain with its channel claimed by every pod; elsewhere check that fabric manager runs; NCCL_NVLS_ENABLE=0 runs without NVLS")
 	}
@@ -130,12 +130,12 @@ func mnnvlFindings(l *Log, it *catalog.InstanceType, add func(code, severity, ev
 	if expected && x.On == 0 && x.Off > 0 && x.NotWorking == "" {
 		add("mnnvl-off", topology.SeverityWarning, fmt.Sprintf("%d communicator(s) report MNNVL 0; cliques seen: %s", x.Off, orNone(x.Cliques)),
 			fmt.Sprintf("on %s, ranks on different nodes of one UltraServer should meet over NVLink, yet NCCL did not enable multi-node NVLink: NCCL_MNNVL_ENABLE=0, an NCCL older than 2.21, or the ranks are not in one NVLink clique (cliqueId 0x0: no IMEX channel or fabric)", it.Name),
-			"run the job's pods inside one ComputeDomain (each pod claiming its channel) on nodes of one UltraServer, with NCCL 2.21 or newer and NCCL_MNNVL_ENABLE unset or 1")
+			"in Kubernetes, run the job's pods inside one ComputeDomain (each claiming its channel) on nodes of one UltraServer; anywhere, use NCCL 2.21 or newer with NCCL_MNNVL_ENABLE unset or 1")
 	}
 	if expected && x.NVLSUnavailable > 0 && x.NVLSAvailable == 0 {
 		add("nvls-unavailable", topology.SeverityWarning, fmt.Sprintf("NVLS multicast is not available on %d device(s)", x.NVLSUnavailable),
 			"NCCL found no NVLink SHARP multicast support, so all-reduce cannot use the NVLink switches' in-network reduction",
-			"check the job's ComputeDomain and the IMEX daemons; NCCL_NVLS_ENABLE=1 makes NCCL fail instead of running without NVLS")
+			"check the IMEX daemons (in Kubernetes, the job's ComputeDomain); NCCL_NVLS_ENABLE=1 makes NCCL fail instead of running without NVLS")
 	}
 }
 

@@ -75,6 +75,9 @@ const (
 	DRADriverModule = "sigs.k8s.io/dra-driver-nvidia-gpu"
 )
 
+// DRADriverVersion is the NVIDIA DRA driver release build/crds/go.mod pins.
+const DRADriverVersion = "v0.4.1"
+
 // OperatorsModule is the build module of Kubeflow Trainer, JobSet and Kueue.
 const OperatorsModule = "operators"
 

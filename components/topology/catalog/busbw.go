@@ -17,6 +17,12 @@ const BusBWTolerance = 0.9
 
 const awsomeNCCLTests = "awslabs/awsome-distributed-training, micro-benchmarks/nccl-tests/README.md (commit 7217859f)"
 
+// awsomeB300 is a measurement AWS's NCCL/EFA review published in a commit message: all_reduce_perf
+// out-of-place busbw at 16 GiB on B300 (SageMaker HyperPod's ml.p6-b300.48xlarge: the only AWS B300
+// instance) under Slurm, with EFA installer 1.48, NCCL 2.30.4 and aws-ofi-nccl 1.19 and no NCCL
+// tuning variables (the recipe gpucluster's jobs also run).
+const awsomeB300 = "awslabs/awsome-distributed-training commit a59b4db5 (\"nccl-tests: drop unnecessary NCCL/MPI env vars per AWS NCCL/EFA review\"), its verification table"
+
 var busBWReferences = []BusBWReference{
 	{InstanceType: "p4de.24xlarge", Nodes: 2, Bytes: 2 << 30, BusBW: 78.33,
 		Source: awsomeNCCLTests + ": 2 x p4de.24xlarge over EFA, Slurm srun, all_reduce_perf float sum"},
@@ -24,6 +30,10 @@ var busBWReferences = []BusBWReference{
 		Source: awsomeNCCLTests + ": 2 x p5.48xlarge over EFA on EKS, MPIJob, all_reduce_perf float sum"},
 	{InstanceType: "p5.48xlarge", Nodes: 2, Bytes: 16 << 30, BusBW: 487.09,
 		Source: awsomeNCCLTests + ": 2 x p5.48xlarge over EFA, Slurm srun, all_reduce_perf float sum"},
+	{InstanceType: "p6-b300.48xlarge", Nodes: 8, Bytes: 16 << 30, BusBW: 767.17,
+		Source: awsomeB300 + ": 8 x B300 nodes, all_reduce, without the dropped variables"},
+	{InstanceType: "p6-b300.48xlarge", Nodes: 32, Bytes: 16 << 30, BusBW: 764.78,
+		Source: awsomeB300 + ": 32 x B300 nodes, all_reduce, without the dropped variables"},
 }
 
 // BusBWReferences are the published figures for an instance type at a node count, smallest

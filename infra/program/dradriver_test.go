@@ -1,0 +1,100 @@
+package program
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/dradriver"
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
+)
+
+// TestDRADriver: the NVIDIA DRA driver the program installs is the release whose CRDs the test
+// server installs (build/crds/go.mod); the release's chart (read from the module cache) has every
+// value the program sets; exactly the stacks with an UltraServer pool install it, with each such
+// pool's ComputeDomain following the chart and going with the cluster.
+func TestDRADriver(t *testing.T) {
+	gomod, err := os.ReadFile("../../internal/kubeapi/build/crds/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dradriver.Version != kubeapi.DRADriverVersion || !strings.Contains(string(gomod), kubeapi.DRADriverModule+" "+dradriver.Version) ||
+		dradriver.ChartVersion != strings.TrimPrefix(dradriver.Version, "v") || dradriver.Module != kubeapi.DRADriverModule {
+		t.Errorf("DRA driver %s (chart %s); the test server's CRDs come from %s", dradriver.Version, dradriver.ChartVersion, kubeapi.DRADriverVersion)
+	}
+	mod, err := kubeapi.ModuleDir(kubeapi.DRADriverModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartDir := filepath.Join(mod, "deployments", "helm", "dra-driver-nvidia-gpu")
+	var chart struct{ Version string }
+	readYAML(t, filepath.Join(chartDir, "Chart.yaml"), &chart)
+	if chart.Version != dradriver.ChartVersion {
+		t.Errorf("the release's chart is %s; gpucluster pins %s", chart.Version, dradriver.ChartVersion)
+	}
+	var values map[string]any
+	readYAML(t, filepath.Join(chartDir, "values.yaml"), &values)
+	for _, path := range []string{"nvidiaDriverRoot", "resources.gpus.enabled", "resources.computeDomains.enabled",
+		"controller.nodeSelector", "kubeletPlugin.affinity", "kubeletPlugin.tolerations"} {
+		var v any = values
+		for _, k := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+			if m == nil || !hasKey(m, k) {
+				t.Errorf("the chart has no value %s: the program's would be ignored", path)
+				break
+			}
+		}
+	}
+	installed := 0
+	for _, file := range stackFiles(t) {
+		ev := evaluate(t, file)
+		stack := filepath.Base(file)
+		pools := dradriver.Pools(ev.spec.Pools)
+		var charts []offline.Resource
+		for _, c := range ev.ofType("kubernetes:helm.sh/v4:Chart") {
+			if c.Input("chart") != dradriver.ChartRef {
+				continue
+			}
+			charts = append(charts, c)
+			if c.Input("version") != dradriver.ChartVersion || !reflect.DeepEqual(c.Input("values"), jsonValues(t, dradriver.Values(pools))) {
+				t.Errorf("%s: DRA driver chart %v %v", stack, c.Input("version"), c.Input("values"))
+			}
+		}
+		domains := ev.ofType("kubernetes:" + topology.ComputeDomainAPIVersion + ":" + topology.ComputeDomainKind)
+		if len(charts) != min(len(pools), 1) || len(domains) != len(pools) {
+			t.Errorf("%s: %d UltraServer pools, %d DRA driver charts, %d ComputeDomains", stack, len(pools), len(charts), len(domains))
+			continue
+		}
+		installed += len(charts)
+		for _, d := range domains {
+			if d.Options.DeletedWith == "" || !dependsOn(d, charts[0]) {
+				t.Errorf("%s: ComputeDomain %s must follow the chart (its CRD) and go with the cluster", stack, d.Name)
+			}
+		}
+	}
+	if installed == 0 {
+		t.Error("no stack installs the DRA driver: the gb200-nvl72 stack must")
+	}
+}
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+// jsonValues is v as the engine records it: plain JSON values.
+func jsonValues(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

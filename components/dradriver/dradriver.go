@@ -9,7 +9,6 @@ package dradriver
 import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -92,6 +91,26 @@ func Values(pools []topology.PoolSpec) map[string]any {
 	}
 }
 
+// ComputeDomain is a ComputeDomain object (topology.ComputeDomainSpec) as plain JSON values, in a
+// namespace.
+func ComputeDomain(cd topology.ComputeDomainSpec, namespace string, labels map[string]string) map[string]any {
+	md := map[string]any{"name": cd.Name, "namespace": namespace}
+	if len(labels) > 0 {
+		l := map[string]any{}
+		for k, v := range labels {
+			l[k] = v
+		}
+		md["labels"] = l
+	}
+	return map[string]any{
+		"apiVersion": topology.ComputeDomainAPIVersion, "kind": topology.ComputeDomainKind, "metadata": md,
+		"spec": map[string]any{
+			"numNodes": cd.NumNodes,
+			"channel":  map[string]any{"resourceClaimTemplate": map[string]any{"name": cd.ClaimTemplate}},
+		},
+	}
+}
+
 // New installs the driver when a pool needs it; nil when none does.
 func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResource, opts ...pulumi.ResourceOption) (*Driver, error) {
 	pools := Pools(args.Pools)
@@ -107,21 +126,12 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	d.Version = pulumi.String(Version).ToStringOutput()
 	d.Pools = pulumi.ToStringArray(names).ToStringArrayOutput()
 	child := []pulumi.ResourceOption{pulumi.Parent(d), pulumi.Provider(k8s)}
-	ns, err := k8sargs.ChartNamespace(ctx, name, Namespace, args.Labels, child...)
-	if err != nil {
-		return nil, err
-	}
-	chart, err := helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
-		Chart:     pulumi.String(ChartRef),
-		Version:   pulumi.String(ChartVersion),
-		Namespace: pulumi.String(Namespace),
-		Values:    pulumi.ToMap(Values(pools)),
-	}, append(child, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
+	chart, err := k8sargs.ReleaseChart(ctx, name, Namespace, ChartRef, ChartVersion, pulumi.ToMap(Values(pools)), args, child...)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range pools {
-		o := k8sargs.ComputeDomain(topology.PoolComputeDomain(p), topology.BenchmarkNamespace, args.Labels)
+		o := ComputeDomain(topology.PoolComputeDomain(p), topology.BenchmarkNamespace, args.Labels)
 		md := o["metadata"].(map[string]any)
 		// The controller's finalizer holds a ComputeDomain until its daemons are gone: it goes
 		// with the cluster rather than wait on nodes being deleted beside it.

@@ -2,6 +2,7 @@ package k8sargs
 
 import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -18,28 +19,16 @@ type OperatorArgs struct {
 	Cluster pulumi.Resource
 }
 
-// ChartNamespace creates the namespace an operator's chart installs into: a chart does not
-// create it (helm install --create-namespace does, a Chart resource does not).
-func ChartNamespace(ctx *pulumi.Context, name, namespace string, labels map[string]string, opts ...pulumi.ResourceOption) (*corev1.Namespace, error) {
-	return corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: Metadata(namespace, "", labels)}, opts...)
-}
-
-// ComputeDomain is a ComputeDomain object (topology.ComputeDomainSpec) as plain JSON values, in a
-// namespace: the pool's own (dradriver) and each benchmark job's (benchjobs).
-func ComputeDomain(cd topology.ComputeDomainSpec, namespace string, labels map[string]string) map[string]any {
-	md := map[string]any{"name": cd.Name, "namespace": namespace}
-	if len(labels) > 0 {
-		l := map[string]any{}
-		for k, v := range labels {
-			l[k] = v
-		}
-		md["labels"] = l
+// ReleaseChart installs an operator release's Helm chart into a namespace of its own, which it
+// creates first: a chart does not create its namespace (helm install --create-namespace does, a
+// Chart resource does not). The chart follows what the controllers need (args.Needs).
+func ReleaseChart(ctx *pulumi.Context, name, namespace, ref, version string, values pulumi.Map, args OperatorArgs,
+	opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
+	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: Metadata(namespace, "", args.Labels)}, opts...)
+	if err != nil {
+		return nil, err
 	}
-	return map[string]any{
-		"apiVersion": topology.ComputeDomainAPIVersion, "kind": topology.ComputeDomainKind, "metadata": md,
-		"spec": map[string]any{
-			"numNodes": cd.NumNodes,
-			"channel":  map[string]any{"resourceClaimTemplate": map[string]any{"name": cd.ClaimTemplate}},
-		},
-	}
+	return helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
+		Chart: pulumi.String(ref), Version: pulumi.String(version), Namespace: pulumi.String(namespace), Values: values,
+	}, append(opts, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -49,19 +48,10 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	}
 	k.Version = pulumi.String(Version).ToStringOutput()
 	child := []pulumi.ResourceOption{pulumi.Parent(k), pulumi.Provider(k8s)}
-	ns, err := k8sargs.ChartNamespace(ctx, name, Namespace, args.Labels, child...)
-	if err != nil {
-		return nil, err
-	}
-	chart, err := helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
-		Chart:     pulumi.String(ChartRef),
-		Version:   pulumi.String(ChartVersion),
-		Namespace: pulumi.String(Namespace),
-		Values: pulumi.Map{
-			// The controller on the system nodes: never on a GPU node a job holds.
-			"controllerManager": pulumi.Map{"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}},
-		},
-	}, append(child, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
+	chart, err := k8sargs.ReleaseChart(ctx, name, Namespace, ChartRef, ChartVersion, pulumi.Map{
+		// The controller on the system nodes: never on a GPU node a job holds.
+		"controllerManager": pulumi.Map{"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}},
+	}, args, child...)
 	if err != nil {
 		return nil, err
 	}

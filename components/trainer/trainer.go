@@ -54,23 +54,15 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	t.Version = pulumi.String(Version).ToStringOutput()
 	child := []pulumi.ResourceOption{pulumi.Parent(t), pulumi.Provider(k8s)}
 	system := pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}
-	ns, err := k8sargs.ChartNamespace(ctx, name, Namespace, args.Labels, child...)
-	if err != nil {
-		return nil, err
-	}
-	t.Chart, err = helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
-		Chart:     pulumi.String(ChartRef),
-		Version:   pulumi.String(ChartVersion),
-		Namespace: pulumi.String(Namespace),
-		Values: pulumi.Map{
-			// Controllers on the system nodes: never on a GPU node a job holds.
-			"manager": pulumi.Map{"nodeSelector": system},
-			"jobset":  pulumi.Map{"controller": pulumi.Map{"nodeSelector": system}},
-			// The chart's runtimes are applied by a hook Job that downloads kubectl at start;
-			// gpucluster creates the runtimes its pools use itself, below.
-			"runtimes": pulumi.Map{"defaultEnabled": pulumi.Bool(false)},
-		},
-	}, append(child, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
+	var err error
+	t.Chart, err = k8sargs.ReleaseChart(ctx, name, Namespace, ChartRef, ChartVersion, pulumi.Map{
+		// Controllers on the system nodes: never on a GPU node a job holds.
+		"manager": pulumi.Map{"nodeSelector": system},
+		"jobset":  pulumi.Map{"controller": pulumi.Map{"nodeSelector": system}},
+		// The chart's runtimes are applied by a hook Job that downloads kubectl at start;
+		// gpucluster creates the runtimes its pools use itself, below.
+		"runtimes": pulumi.Map{"defaultEnabled": pulumi.Bool(false)},
+	}, args, child...)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ var builtins = func() map[string]Profile {
 		// EKS user guide, "Use P6e-GB200 UltraServers with Amazon EKS": Capacity Blocks, managed
 		// node groups, the AL2023 ARM NVIDIA image, and EFA-only interfaces on cards 1, 5, 9 and
 		// 13 (one 400 Gbps NIC per GPU). The stack names the Capacity Block's reservation.
-		with("gb200-nvl72", "one u-p6e-gb200x72 UltraServer: 18 x p6e-gb200.36xlarge (72 GB200 GPUs in one NVLink domain, IMEX through a ComputeDomain per job), 4 EFA each; Capacity Block",
+		with("gb200-nvl72", "one u-p6e-gb200x72 UltraServer: 18 x p6e-gb200.36xlarge (72 GB200 GPUs in one NVLink domain, IMEX through the pool's ComputeDomain), 4 EFA each; Capacity Block",
 			func(p *Profile) {
 				p.InstanceType = "p6e-gb200.36xlarge"
 				p.MinNodes, p.MaxNodes = 18, 18

@@ -469,9 +469,9 @@ func expirySection(s topology.StackSpec) string {
 func nvlinkDomainLine(p topology.PoolSpec, cd topology.ComputeDomainSpec) string {
 	it := p.Instance
 	return fmt.Sprintf("the pool is one UltraServer: its %d GPUs (%d nodes × %d) reach each other over NVLink through the UltraServer's NVLink switch trays, "+
-		"not only inside a node. A process reaches another node's GPU memory through IMEX, which the NVIDIA DRA driver (%s) starts for a ComputeDomain: "+
+		"not only inside a node. A process reaches another node's GPU memory through IMEX, which the NVIDIA DRA driver starts for a ComputeDomain: "+
 		"gpucluster creates the pool's, and every job's pods claim its IMEX channel (claim `%s` on `%s`'s template), the training pod template's and the benchmark's alike. "+
 		"NCCL then connects ranks on different nodes `via P2P/MNNVL` and reduces with NVLink SHARP (NVLS); NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1 make it fail rather than fall back to EFA, which carries only what leaves the UltraServer. "+
 		"Nodes of one pool share one NVLink domain, so jobs need no `nvidia.com/gpu.clique` affinity; more UltraServers are more pools",
-		it.GPUCount*p.Scaling.DesiredNodes, p.Scaling.DesiredNodes, it.GPUCount, p.InCluster.DRADriver.Reason, topology.ComputeDomainClaim, cd.Name)
+		it.GPUCount*p.Scaling.DesiredNodes, p.Scaling.DesiredNodes, it.GPUCount, topology.ComputeDomainClaim, cd.Name)
 }

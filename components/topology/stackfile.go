@@ -269,7 +269,7 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	if n := settings[KeyNVIDIADriverVersion]; n != nil {
 		if v, ok := r.scalarString(n, KeyNVIDIADriverVersion); ok {
 			if !driverVersionPattern.MatchString(v) {
-				r.fail(n.Line, KeyNVIDIADriverVersion, "write the version nvidia-smi prints on the node image, such as 570.172.08",
+				r.fail(n.Line, KeyNVIDIADriverVersion, "write the version nvidia-smi prints on the node image, such as 580.159.03",
 					"%q is not an NVIDIA driver version", v)
 			}
 			st.DriverVersion = v

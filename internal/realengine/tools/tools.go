@@ -1,6 +1,6 @@
 // Package tools builds and installs the programs the real-engine tests (internal/realengine) run:
 // the Pulumi CLI, the provider doubles, pulumi-eks's provider from npm, and gpucluster. It
-// imports nothing heavy, so that the packages under internal/prebuild, which build each tool once
+// imports nothing heavy, so that the packages under infra/prebuild, which build each tool once
 // early in `go test ./...`, compile in seconds.
 package tools
 

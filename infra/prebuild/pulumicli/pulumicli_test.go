@@ -1,5 +1,5 @@
 // Package pulumicli builds the Pulumi CLI of the real-engine tests early in go test ./...; see
-// internal/prebuild.
+// infra/prebuild.
 package pulumicli
 
 import (

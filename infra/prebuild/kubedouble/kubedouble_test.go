@@ -1,11 +1,11 @@
 // Package kubedouble builds the kubernetes provider double of the real-engine tests early in
-// go test ./...; see internal/prebuild.
+// go test ./...; see infra/prebuild.
 package kubedouble
 
 import (
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/prebuild/serves"
+	"github.com/gpucluster/gpucluster/infra/prebuild/serves"
 	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
 

@@ -1,5 +1,5 @@
 // Package controlplane builds the test control plane (kube-apiserver, kube-scheduler and the
-// controllers, one binary) early in go test ./...; see internal/prebuild.
+// controllers, one binary) early in go test ./...; see infra/prebuild.
 package controlplane
 
 import (
@@ -13,6 +13,9 @@ import (
 // TestControlPlaneBuilds: the binary builds and reports the release it was built from (stamped:
 // an unstamped build says v0.0.0-master, which Helm refuses as a Kubernetes version).
 func TestControlPlaneBuilds(t *testing.T) {
+	if _, err := kubeapi.Binary(kubeapi.EtcdBuild); err != nil { // the server's store, built first: it is small
+		t.Fatal(err)
+	}
 	bin, err := kubeapi.Binary(kubeapi.ControlPlaneBuild)
 	if err != nil {
 		t.Fatal(err)

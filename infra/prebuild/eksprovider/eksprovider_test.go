@@ -1,12 +1,12 @@
 // Package eksprovider installs pulumi-eks's component provider from npm early in go test ./...;
-// see internal/prebuild.
+// see infra/prebuild.
 package eksprovider
 
 import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/prebuild/serves"
+	"github.com/gpucluster/gpucluster/infra/prebuild/serves"
 	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
 

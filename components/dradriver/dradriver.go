@@ -131,7 +131,7 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 		return nil, err
 	}
 	for _, p := range pools {
-		o := ComputeDomain(topology.PoolComputeDomain(p), topology.BenchmarkNamespace, args.Labels)
+		o := ComputeDomain(*p.TrainingPod.ComputeDomain, topology.BenchmarkNamespace, args.Labels)
 		md := o["metadata"].(map[string]any)
 		// The controller's finalizer holds a ComputeDomain until its daemons are gone: it goes
 		// with the cluster rather than wait on nodes being deleted beside it.

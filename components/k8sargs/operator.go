@@ -8,8 +8,9 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// OperatorArgs configure an operator a stack installs with its benchmarks from the release's
-// chart (Kubeflow Trainer, Kueue), with the objects it needs per pool.
+// OperatorArgs configure an operator a stack installs from the release's chart (Kubeflow Trainer
+// and Kueue with its benchmarks, the NVIDIA DRA driver for its UltraServer pools), with the
+// objects it needs per pool.
 type OperatorArgs struct {
 	Pools  []topology.PoolSpec
 	Labels map[string]string

@@ -65,15 +65,15 @@ func For(pool topology.PoolSpec, image string, labels map[string]string) corev1.
 		},
 	}
 	if cd := pod.ComputeDomain; cd != nil {
-		ClaimComputeDomain(&t, cd.ClaimTemplate)
+		claimComputeDomain(&t, cd.ClaimTemplate)
 	}
 	return t
 }
 
-// ClaimComputeDomain has the pod claim its IMEX channel from a ComputeDomain's
+// claimComputeDomain has the pod claim its IMEX channel from a ComputeDomain's
 // ResourceClaimTemplate, and the training container use it: on an UltraServer, the channel is
 // what lets its GPUs reach the other nodes' over NVLink.
-func ClaimComputeDomain(t *corev1.PodTemplateSpec, claimTemplate string) {
+func claimComputeDomain(t *corev1.PodTemplateSpec, claimTemplate string) {
 	t.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: topology.ComputeDomainClaim, ResourceClaimTemplateName: ptr(claimTemplate)}}
 	c := &t.Spec.Containers[0]
 	c.Resources.Claims = []corev1.ResourceClaim{{Name: topology.ComputeDomainClaim}}

@@ -68,7 +68,7 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 	spec.StartupTaints = startupTaints(spec.InCluster.FabricManager)
 	spec.TrainingPod = deriveTrainingPod(p, it, efa, spec.InCluster.NodeSelector, spec.Tolerations)
 	if it.MultiNodeNVLink() {
-		cd := PoolComputeDomain(spec)
+		cd := poolComputeDomain(spec)
 		spec.TrainingPod.ComputeDomain = &cd
 	}
 	intra, inter := expectedTransports(p, it, spec.TrainingPod)

@@ -55,3 +55,11 @@ func deriveAMI(p Profile, it catalog.InstanceType) AMISpec {
 	}
 	return a
 }
+
+// nodeGroupAMITypes are the EKS node group AMI types of each image family by CPU architecture
+// (EKS API CreateNodegroup, amiType: AL2023_ARM_64_NVIDIA for Graviton and Grace GPU nodes).
+var nodeGroupAMITypes = map[AMIFamily]map[string]string{
+	AMIAL2023NVIDIA:       {catalog.ArchAMD64: "AL2023_x86_64_NVIDIA", catalog.ArchARM64: "AL2023_ARM_64_NVIDIA"},
+	AMIBottlerocketNVIDIA: {catalog.ArchAMD64: "BOTTLEROCKET_x86_64_NVIDIA", catalog.ArchARM64: "BOTTLEROCKET_ARM_64_NVIDIA"},
+	AMICustom:             {catalog.ArchAMD64: "CUSTOM", catalog.ArchARM64: "CUSTOM"},
+}

@@ -115,7 +115,7 @@ func DeriveStack(st Stack) (StackSpec, error) {
 	if err := checkSubnetCapacity(spec, st); err != nil {
 		return StackSpec{}, err
 	}
-	if err := checkArchitectures(spec, st); err != nil {
+	if err := checkPoolsAgainstStack(spec, st); err != nil {
 		return StackSpec{}, err
 	}
 	return spec, nil

@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
@@ -27,8 +26,8 @@ import (
 // MinUltraServerKubernetesMinor is the oldest Kubernetes version EKS runs UltraServers on [eks-ultra].
 const MinUltraServerKubernetesMinor = 33
 
-// ComputeDomain API names [dra-driver], shared by the job objects (benchjobs), the pod template
-// and the tests.
+// ComputeDomain API names [dra-driver], shared by the DRA driver component, the pod template and
+// the tests.
 const (
 	ComputeDomainAPIVersion = "resource.nvidia.com/v1beta1"
 	ComputeDomainKind       = "ComputeDomain"
@@ -46,12 +45,12 @@ type ComputeDomainSpec struct {
 	NumNodes int `json:"numNodes"`
 }
 
-// PoolComputeDomain is the pool's ComputeDomain, which gpucluster creates with the cluster and
+// poolComputeDomain is the pool's ComputeDomain, which gpucluster creates with the cluster and
 // every job on the pool claims (the training pod template, the benchmark). The EKS user guide
 // advises a domain per job [eks-ultra]; a pool's domain instead exists, with its claim template,
 // before any job is applied, so no job races the controller that makes the template, and the
 // pool, one UltraServer, runs one job at a time.
-func PoolComputeDomain(pool PoolSpec) ComputeDomainSpec {
+func poolComputeDomain(pool PoolSpec) ComputeDomainSpec {
 	name := pool.Name + "-compute-domain"
 	return ComputeDomainSpec{Name: name, ClaimTemplate: name + "-channel", NumNodes: pool.Scaling.DesiredNodes}
 }
@@ -88,14 +87,6 @@ func validateUltraServer(ps *problems, p Profile, it catalog.InstanceType) {
 	}
 }
 
-// nodeGroupAMITypes are the EKS node group AMI types of each image family by CPU architecture
-// (EKS API CreateNodegroup, amiType: AL2023_ARM_64_NVIDIA for Graviton and Grace GPU nodes).
-var nodeGroupAMITypes = map[AMIFamily]map[string]string{
-	AMIAL2023NVIDIA:       {catalog.ArchAMD64: "AL2023_x86_64_NVIDIA", catalog.ArchARM64: "AL2023_ARM_64_NVIDIA"},
-	AMIBottlerocketNVIDIA: {catalog.ArchAMD64: "BOTTLEROCKET_x86_64_NVIDIA", catalog.ArchARM64: "BOTTLEROCKET_ARM_64_NVIDIA"},
-	AMICustom:             {catalog.ArchAMD64: "CUSTOM", catalog.ArchARM64: "CUSTOM"},
-}
-
 // deriveDRADriver decides the NVIDIA DRA driver: on pools whose NVLink domain spans instances,
 // for its ComputeDomains (IMEX); elsewhere the device plugin is all the GPUs need.
 func deriveDRADriver(it catalog.InstanceType) Decision {
@@ -103,42 +94,4 @@ func deriveDRADriver(it catalog.InstanceType) Decision {
 		return Decision{false, "the NVLink domain is the instance: no ComputeDomain needed"}
 	}
 	return Decision{true, fmt.Sprintf("a job's GPUs across the UltraServer (%v instances) share NVLink only inside a ComputeDomain, whose IMEX daemons the NVIDIA DRA driver runs", it.UltraServerInstances)}
-}
-
-// checkArchitectures refuses what a stack-wide setting makes impossible for a pool: an
-// UltraServer pool on a Kubernetes version EKS does not run it on [eks-ultra], a GPU the default
-// training image has no code for, and the default image (CUDA 13) on a custom image's older driver.
-func checkArchitectures(spec StackSpec, st Stack) error {
-	var errs ConfigErrors
-	for _, p := range spec.Pools {
-		if p.Instance.MultiNodeNVLink() {
-			if m := versionPattern.FindStringSubmatch(spec.Cluster.KubernetesVersion); m != nil && atoi(m[1]) < MinUltraServerKubernetesMinor {
-				errs = append(errs, ConfigError{File: st.File, Line: st.versionLine, Key: KeyKubernetesVersion,
-					Message: fmt.Sprintf("pool %s (%s) needs Kubernetes 1.%d or newer: EKS runs UltraServers from 1.%d, with Dynamic Resource Allocation; the stack asks for %s",
-						p.Name, p.Instance.Name, MinUltraServerKubernetesMinor, MinUltraServerKubernetesMinor, spec.Cluster.KubernetesVersion),
-					Fix: fmt.Sprintf("set %s to 1.%d or newer (default %s)", KeyKubernetesVersion, MinUltraServerKubernetesMinor, DefaultKubernetesVersion)})
-			}
-		}
-		if spec.TrainingImage != DefaultTrainingImage {
-			continue // the stack's own image: what it was built for is the stack's to know
-		}
-		if cc := p.Instance.ComputeCapability; !slices.Contains(DefaultImageComputeCapabilities, cc) {
-			errs = append(errs, ConfigError{File: st.File, Line: st.imageLine, Key: KeyTrainingImage,
-				Message: fmt.Sprintf("pool %s runs %s GPUs (compute capability %s), and the default training image carries code for %v only, with no PTX to compile from: NCCL and nccl-tests would find no kernel to run",
-					p.Name, p.Instance.GPUModel, cc, DefaultImageComputeCapabilities),
-				Fix: fmt.Sprintf("set %s to an image whose NCCL and nccl-tests are built for sm_%s", KeyTrainingImage, strings.ReplaceAll(cc, ".", ""))})
-		}
-		if p.AMI.Family == AMICustom {
-			if major := atoi(strings.SplitN(spec.NVIDIADriverVersion, ".", 2)[0]); major < minCUDA13Driver {
-				errs = append(errs, ConfigError{File: st.File, Line: st.imageLine, Key: KeyTrainingImage,
-					Message: fmt.Sprintf("pool %s's custom image has NVIDIA driver %s, and the default training image is built with CUDA 13, which needs driver %d or newer",
-						p.Name, spec.NVIDIADriverVersion, minCUDA13Driver),
-					Fix: fmt.Sprintf("set %s to an image built with the CUDA your driver runs, or move the custom image to driver %d+ (and %s with it)", KeyTrainingImage, minCUDA13Driver, KeyNVIDIADriverVersion)})
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
 }

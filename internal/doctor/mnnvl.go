@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,7 +119,7 @@ func mnnvlFindings(l *Log, it *catalog.InstanceType, add func(code, severity, ev
 			"on an UltraServer, run the job inside one ComputeDomain with its channel claimed by every pod; elsewhere check that fabric manager runs; NCCL_NVLS_ENABLE=0 runs without NVLS")
 	}
 	var notReady []string
-	for _, state := range sortedInts(x.FabricStates) {
+	for _, state := range slices.Sorted(maps.Keys(x.FabricStates)) {
 		if state != nvmlFabricCompleted && state != 0 {
 			notReady = append(notReady, fmt.Sprintf("%d GPU(s) in NVML fabric state %d", x.FabricStates[state], state))
 		}
@@ -137,15 +139,6 @@ func mnnvlFindings(l *Log, it *catalog.InstanceType, add func(code, severity, ev
 			"NCCL found no NVLink SHARP multicast support, so all-reduce cannot use the NVLink switches' in-network reduction",
 			"check the IMEX daemons (in Kubernetes, the job's ComputeDomain); NCCL_NVLS_ENABLE=1 makes NCCL fail instead of running without NVLS")
 	}
-}
-
-func sortedInts(m map[int]int) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 func orNone(s []string) string {

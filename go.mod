@@ -8,8 +8,8 @@ require (
 	github.com/pulumi/pulumi-eks/sdk/v2 v2.8.1
 	github.com/pulumi/pulumi/sdk/v3 v3.260.0
 	go.yaml.in/yaml/v3 v3.0.4
-	k8s.io/api v0.37.2
-	k8s.io/apimachinery v0.37.2
+	k8s.io/api v0.36.2
+	k8s.io/apimachinery v0.36.2
 )
 
 require (

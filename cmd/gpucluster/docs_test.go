@@ -30,7 +30,8 @@ var exitNote = regexp.MustCompile(`#\s*exit (\d+)\b`)
 //   - a sh block's gpucluster commands (gpucluster, bin/gpucluster, go run ./cmd/gpucluster) run
 //     and exit as their "# exit N" says (0 otherwise); in a "sh cluster" block their input comes
 //     from a cluster, so they must only be accepted (no usage error). go commands name packages
-//     that exist; pulumi, kubectl, aws and jq, which need an account, are only recognised;
+//     that exist, make commands targets the Makefile has; pulumi, kubectl, aws and jq, which need
+//     an account, are only recognised;
 //   - a block's "$ gpucluster …" lines run, and the lines after each are its real output (all of
 //     it; or its end, after a first line "…"), stdout then stderr.
 func TestEveryDocumentedCommandRuns(t *testing.T) {
@@ -135,10 +136,12 @@ func runDocLine(t *testing.T, root, line string, cluster bool) int {
 			}
 		case words[0] == "go":
 			checkGoCommand(t, root, line, words)
+		case words[0] == "make":
+			checkMakeTargets(t, root, line, words[1:])
 		case words[0] == "pulumi" || words[0] == "kubectl" || words[0] == "aws" || words[0] == "jq":
 			// needs an AWS account or a cluster: recognised, not run
 		default:
-			t.Errorf("%q: %s is not a program the documents may show (gpucluster, go, pulumi, kubectl, aws, jq)", line, words[0])
+			t.Errorf("%q: %s is not a program the documents may show (gpucluster, go, make, pulumi, kubectl, aws, jq)", line, words[0])
 		}
 	}
 	return ran
@@ -162,6 +165,21 @@ func expectedExit(line string) int {
 		return n
 	}
 	return exitOK
+}
+
+// checkMakeTargets: a make command the documents show names targets the Makefile has (make test
+// runs every test, which this test is part of: it is not run from here).
+func checkMakeTargets(t *testing.T, root, line string, targets []string) {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range targets {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(makefile) {
+			t.Errorf("%q: the Makefile has no target %s", line, target)
+		}
+	}
 }
 
 // checkGoCommand: a go command the documents show builds, tests or installs packages that exist.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -118,8 +119,9 @@ func TestReadmeDocumentsEveryPoolKeyAndProfile(t *testing.T) {
 	compareSets(t, "built-in profile", builtins, profiles)
 }
 
-// TestReadmeQuickStartHasTheTwoCommands: one runs the main job, one runs the tests, and .ci/run
-// runs that same test command.
+// TestReadmeQuickStartHasTheTwoCommands: one runs the main job, one runs the tests; .ci/run
+// runs that same test command and nothing else, and the test command builds the harness before it
+// runs go test (no test builds a harness program inside its timeout).
 func TestReadmeQuickStartHasTheTwoCommands(t *testing.T) {
 	qs := section(t, readme(t), "Quick start")
 	block := qs[strings.Index(qs, "```sh\n")+6:]
@@ -129,7 +131,7 @@ func TestReadmeQuickStartHasTheTwoCommands(t *testing.T) {
 		cmd, _, _ := strings.Cut(line, "#")
 		cmds = append(cmds, strings.TrimSpace(cmd))
 	}
-	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "go run ./cmd/gpucluster ") || cmds[1] != "go test ./..." {
+	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "go run ./cmd/gpucluster ") || cmds[1] != "make test" {
 		t.Fatalf("quick start commands %q", cmds)
 	}
 	args := strings.Fields(strings.TrimPrefix(cmds[0], "go run ./cmd/gpucluster "))
@@ -143,8 +145,24 @@ func TestReadmeQuickStartHasTheTwoCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(ci), cmds[1]) {
-		t.Errorf(".ci/run does not run %q", cmds[1])
+	var runs []string
+	for _, line := range strings.Split(string(ci), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "set ") || strings.HasPrefix(line, "cd ") {
+			continue
+		}
+		runs = append(runs, line)
+	}
+	if !slices.Equal(runs, cmds[1:]) {
+		t.Errorf(".ci/run runs %q; want exactly the README's test command %q", runs, cmds[1])
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := regexp.MustCompile(`(?m)^test:([^\n]*)\n((?:\t[^\n]*\n)*)`).FindStringSubmatch(string(makefile))
+	if recipe == nil || !slices.Contains(strings.Fields(recipe[1]), "harness") || strings.TrimSpace(recipe[2]) != "go test ./..." {
+		t.Errorf("the Makefile's test target is %q; want the harness built first, then exactly go test ./...", recipe)
 	}
 }
 

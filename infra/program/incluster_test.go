@@ -46,11 +46,6 @@ func apiServer(t *testing.T) *kubeapi.Server {
 }
 
 func TestMain(m *testing.M) {
-	// The harness binaries, built before the tests and their timeout start (a failure shows
-	// again, with the build's output, in the first test that starts the server).
-	if err := kubeapi.Prebuild(kubeapi.EtcdBuild, kubeapi.ControlPlaneBuild, kubeapi.MPIOperatorBuild, kubeapi.TrainerBuild, kubeapi.JobSetBuild, kubeapi.KueueBuild); err != nil {
-		fmt.Fprintln(os.Stderr, "building the test harness:", err)
-	}
 	code := m.Run()
 	if kubeServer != nil {
 		kubeServer.Stop()

@@ -1,7 +1,7 @@
 // Package kubeapi starts a real kube-apiserver and etcd on loopback for tests, with the real
 // Karpenter and MPI operator CRDs installed, and creates objects in it over plain HTTP; on
-// request it adds a real kube-scheduler. The binaries are built from the Go module proxy (the
-// nested modules under build/) into a cache directory and reused.
+// request it adds a real kube-scheduler. The binaries are the ones `make harness` built from the
+// nested modules under build/ (internal/harness).
 package kubeapi
 
 import (
@@ -12,57 +12,27 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/gpucluster/gpucluster/internal/buildcache"
+	"github.com/gpucluster/gpucluster/internal/harness"
 )
 
-// Versions of what the harness builds and installs (build/*/go.mod pin the same).
+// Versions of what the harness builds and installs (internal/harness builds the programs).
 const (
-	KubernetesVersion = "v1.37.2"
-	EtcdVersion       = "v3.6.5"
+	KubernetesVersion = harness.KubernetesVersion
+	EtcdVersion       = harness.EtcdVersion
 	KarpenterVersion  = "v1.14.1"
 )
 
-// EnvCache overrides the cache directory of the built binaries.
-const EnvCache = buildcache.EnvCache
-
-// buildDir is the directory of one nested build module (kube, etcd, mpioperator, crds).
+// buildDir is the directory of one nested build module (kubernetes, etcd, crds).
 func buildDir(name string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "build", name)
 }
 
-// Binary returns the cached binary of a build module (internal/buildcache), building it first
-// when needed.
-func Binary(name string) (string, error) { return binary(name) }
-
-// operatorBuilds are the binaries of the operators build module: one module, so that the
-// Kubernetes libraries they share compile once.
-var operatorBuilds = map[string]string{
-	TrainerBuild: TrainerModule + "/cmd/trainer-controller-manager",
-	JobSetBuild:  JobSetModule,
-	KueueBuild:   KueueModule + "/cmd/kueue",
-}
-
-// binary returns the cached binary of a build module (internal/buildcache).
-func binary(name string) (string, error) {
-	b := buildcache.Build{Name: name, Dir: buildDir(name), Package: "."}
-	if pkg, ok := operatorBuilds[name]; ok {
-		b.Dir, b.Package = buildDir(OperatorsModule), pkg
-	}
-	if name == ControlPlaneBuild {
-		// Stamped as a release build is: unstamped, the server reports v0.0.0-master+$Format:%H$,
-		// which is no semantic version (Helm's .Capabilities.KubeVersion and every client that
-		// compares versions fail on it).
-		major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
-		minor, _, _ = strings.Cut(minor, ".")
-		b.LDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
-			" -X k8s.io/component-base/version.gitMajor=" + major + " -X k8s.io/component-base/version.gitMinor=" + minor
-	}
-	return buildcache.Binary(b)
-}
+// binary is a harness binary that `make harness` built; it never builds (internal/harness).
+func binary(name string) (string, error) { return harness.Binary(name) }
 
 // Modules whose CRDs the test server installs, pinned by build/crds/go.mod, and by
-// build/operators/go.mod for the controllers the harness builds from them (so that CRDs and
+// build/kube/go.mod for the controllers the harness builds from them (so that CRDs and
 // controllers are one release).
 const (
 	KarpenterModule   = "github.com/aws/karpenter-provider-aws"
@@ -78,8 +48,9 @@ const (
 // DRADriverVersion is the NVIDIA DRA driver release build/crds/go.mod pins.
 const DRADriverVersion = "v0.4.1"
 
-// OperatorsModule is the build module of Kubeflow Trainer, JobSet and Kueue.
-const OperatorsModule = "operators"
+// OperatorsModule is the build module of the operators the harness runs (the MPI operator,
+// Kubeflow Trainer, JobSet, Kueue): the control plane's, at one Kubernetes version.
+const OperatorsModule = "kube"
 
 // MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
 const MPIOperatorVersion = "v0.8.2"
@@ -89,7 +60,7 @@ const MPIOperatorVersion = "v0.8.2"
 // (prices, bandwidth), all at the same version.
 func KarpenterModuleDir() (string, error) { return ModuleDir(KarpenterModule) }
 
-// ModuleDir is where a module pinned by build/crds/go.mod (or build/operators/go.mod) lies in
+// ModuleDir is where a module pinned by build/crds/go.mod (or build/kube/go.mod) lies in
 // the module cache. `go mod download` reads the cache when the module is there (then it needs
 // no network: GOPROXY=off works) and the module proxy otherwise, checking go.sum either way.
 func ModuleDir(module string) (string, error) {
@@ -179,54 +150,13 @@ func crds() ([][]byte, error) {
 	return out, nil
 }
 
-// Build modules a test may ask for: the control plane and etcd (every server), the MPI
-// operator; and binaries of the operators module: Kubeflow Trainer's controller manager, JobSet,
-// Kueue.
+// Binaries a test may ask for (internal/harness builds them): the control plane and etcd (every
+// server), the MPI operator, Kubeflow Trainer's controller manager, JobSet, Kueue.
 const (
 	ControlPlaneBuild = "kube"
 	EtcdBuild         = "etcd"
-	MPIOperatorBuild  = "mpioperator"
+	MPIOperatorBuild  = "mpi-operator"
 	TrainerBuild      = "trainer-controller-manager"
 	JobSetBuild       = "jobset"
 	KueueBuild        = "kueue"
 )
-
-// Prebuild builds the named binaries at once, before a test package's tests: call it from
-// TestMain ahead of m.Run, so that a cold build (minutes on two cores) is not counted in go
-// test's per-package timeout, which starts with m.Run. Binaries already built cost nothing. A
-// failure is returned and also met again by the Start that needs the binary.
-func Prebuild(names ...string) error {
-	if os.Getenv(EnvSkip) == "1" && os.Getenv("CI") != "true" {
-		return nil
-	}
-	// Binaries of one module are built in turn: the second reuses what the first compiled,
-	// where two at once would compile the libraries they share twice.
-	byModule := map[string][]string{}
-	var modules []string
-	for _, name := range names {
-		module := name
-		if _, ok := operatorBuilds[name]; ok {
-			module = OperatorsModule
-		}
-		if byModule[module] == nil {
-			modules = append(modules, module)
-		}
-		byModule[module] = append(byModule[module], name)
-	}
-	errs := make(chan error, len(names))
-	for _, module := range modules {
-		go func() {
-			for _, name := range byModule[module] {
-				_, err := binary(name)
-				errs <- err
-			}
-		}()
-	}
-	var first error
-	for range names {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}

@@ -12,14 +12,14 @@ import (
 )
 
 // TrainerVersion and JobSetVersion are the releases whose CRDs the server installs and whose
-// controllers StartTrainer and StartJobSet run (build/operators/go.mod pins both).
+// controllers StartTrainer and StartJobSet run (build/kube/go.mod pins both).
 const (
 	TrainerVersion = "v2.3.0"
 	JobSetVersion  = "v0.12.0"
 )
 
 // KueueVersion is the Kueue release whose CRDs the server installs and whose manager StartKueue
-// runs (build/operators/go.mod).
+// runs (build/kube/go.mod).
 const KueueVersion = "v0.19.2"
 
 // webhookController is a controller-runtime manager that serves admission webhooks: started

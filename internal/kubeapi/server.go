@@ -113,7 +113,7 @@ func start(withCRDs bool) (*Server, error) {
 		// EKS's API server allows privileged containers (node agents such as the VPC CNI need
 		// them); without the flag the upstream default refuses them.
 		"--allow-privileged=true",
-		// v1.37's endpoint reconciler refuses a loopback advertise address (v1.34 accepted it); nothing here
+		// v1.37's endpoint reconciler refused a loopback advertise address (v1.34 accepted it); nothing here
 		// reaches the server through the kubernetes Service, so it keeps no endpoints.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false", "--profiling=false", "--v=0"); err != nil {

@@ -18,8 +18,7 @@ func StartForTest(t testing.TB) *Server {
 	}
 	s, err := Start()
 	if err != nil {
-		t.Fatalf("the test kube-apiserver %s could not start (it is built from the Go module proxy into the cache; "+
-			"set %s to choose the cache directory): %v", KubernetesVersion, EnvCache, err)
+		t.Fatalf("the test kube-apiserver %s could not start: %v", KubernetesVersion, err)
 	}
 	t.Cleanup(s.Stop)
 	return s

@@ -5,21 +5,17 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
 
-// tools are built once, before the tests and their timeout start (cold: the Pulumi CLI and the
-// kubernetes double are minutes on two cores).
+// tools are gathered once, before the tests: the harness programs `make harness` built, and
+// this module's gpucluster CLI and aws double, built from the current sources.
 var (
 	prepared   *tools.Tools
 	prepareErr error
 )
 
 func TestMain(m *testing.M) {
-	if err := kubeapi.Prebuild(kubeapi.EtcdBuild, kubeapi.ControlPlaneBuild); err != nil {
-		fmt.Fprintln(os.Stderr, "building the test harness:", err)
-	}
 	root, err := os.MkdirTemp("", "gpucluster-realengine-tools-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

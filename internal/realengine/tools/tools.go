@@ -1,43 +1,27 @@
-// Package tools builds and installs the programs the real-engine tests (internal/realengine) run:
-// the Pulumi CLI, the provider doubles, pulumi-eks's provider from npm, and gpucluster. It
-// imports nothing heavy, so that the packages under infra/prebuild, which build each tool once
-// early in `go test ./...`, compile in seconds.
+// Package tools gathers the programs the real-engine tests (internal/realengine) run: the Pulumi
+// CLI, the kubernetes provider double and pulumi-eks's provider from npm, which `make harness`
+// built (internal/harness), and this module's aws provider double and gpucluster CLI, built here
+// from the current sources (a link: `make harness` compiled them).
 package tools
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 
-	"github.com/gpucluster/gpucluster/internal/buildcache"
+	"github.com/gpucluster/gpucluster/internal/harness"
 	"github.com/gpucluster/gpucluster/internal/preflight"
 )
 
-// PulumiVersion is the Pulumi CLI the tests build (build/pulumi/go.mod pins the same module).
-const PulumiVersion = "v" + preflight.TestedPulumiVersion
+// PulumiVersion is the Pulumi CLI the tests run (internal/harness builds it).
+const PulumiVersion = harness.PulumiVersion
 
-// dir is the realengine package's directory, where the build modules and the npm lock live.
+// dir is the realengine package's directory.
 func dir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..")
-}
-
-// PulumiCLI is the cached Pulumi CLI, built once per machine from build/pulumi.
-func PulumiCLI() (string, error) {
-	return buildcache.Binary(buildcache.Build{Name: "pulumi", Dir: filepath.Join(dir(), "build", "pulumi"),
-		Package: "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
-		// The Automation API refuses a CLI that does not know its version.
-		LDFlags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=" + PulumiVersion})
-}
-
-// KubeDouble is the cached kubernetes provider double, built once per machine from
-// build/kubedouble.
-func KubeDouble() (string, error) {
-	return buildcache.Binary(buildcache.Build{Name: "kubedouble", Dir: filepath.Join(dir(), "build", "kubedouble"), Package: "."})
 }
 
 // Tools are the programs the real engine runs, in one directory that goes first on PATH:
@@ -50,8 +34,9 @@ type Tools struct {
 // PulumiRoot is the directory whose bin/pulumi the Automation API runs.
 func (t *Tools) PulumiRoot() string { return filepath.Dir(t.Bin) }
 
-// Prepare builds and installs every tool into root/bin (building the cached ones once per
-// machine), and checks what the machine must provide: kubectl, Node.js and npm.
+// Prepare installs every tool into root/bin: the harness programs `make harness` built (an error
+// names that command when one is missing), and the two of this module, built from the current
+// sources; it checks what the machine must provide: kubectl, Node.js and npm.
 func Prepare(root string) (*Tools, error) {
 	for _, tool := range preflight.Tools {
 		if tool.Command != "kubectl" {
@@ -70,11 +55,11 @@ func Prepare(root string) (*Tools, error) {
 	if err := os.MkdirAll(t.Bin, 0o755); err != nil {
 		return nil, err
 	}
-	cli, err := PulumiCLI()
+	cli, err := harness.Binary("pulumi")
 	if err != nil {
 		return nil, err
 	}
-	kube, err := KubeDouble()
+	kube, err := harness.Binary("kubedouble")
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +78,7 @@ func Prepare(root string) (*Tools, error) {
 			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)
 		}
 	}
-	eks, err := EKSProvider()
+	eks, err := eksProvider()
 	if err != nil {
 		return nil, err
 	}
@@ -114,38 +99,12 @@ func Prepare(root string) (*Tools, error) {
 	return t, nil
 }
 
-// EKSProvider installs @pulumi/eks from the committed package-lock.json (npm ci, no install
-// scripts: @pulumi/kubernetes' would download a plugin) into the cache, once per lock file.
-func EKSProvider() (string, error) {
-	src := filepath.Join(dir(), "eksprovider")
-	h := sha256.New()
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			return "", err
+// eksProvider is where `make harness` installed @pulumi/eks from the committed package-lock.json.
+func eksProvider() (string, error) {
+	for _, p := range harness.Programs {
+		if p.NPM {
+			return p.Built()
 		}
-		h.Write(b)
 	}
-	cache, err := buildcache.Dir()
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(cache, "eksprovider-"+hex.EncodeToString(h.Sum(nil))[:16])
-	return out, buildcache.Once(out, func(tmp string) error {
-		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			return err
-		}
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			b, _ := os.ReadFile(filepath.Join(src, f))
-			if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-				return err
-			}
-		}
-		npm := exec.Command("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		npm.Dir = tmp
-		if msg, err := npm.CombinedOutput(); err != nil {
-			return fmt.Errorf("installing @pulumi/eks (npm ci in %s): %v\n%s", tmp, err, msg)
-		}
-		return nil
-	})
+	return "", fmt.Errorf("harness: no npm program")
 }

@@ -1,7 +1,16 @@
-// The Kubernetes control plane for the tests, v1.34.1 from the module proxy, as one binary that
+// The Kubernetes control plane for the tests, v1.36.2 from the module proxy, as one binary that
 // runs the component named by its first argument (as hyperkube did): kube-apiserver,
 // kube-scheduler, kube-job-controller, kube-app-controllers or kube-garbage-collector. One build
 // shares the compile and the link that separate binaries of the same module would each repeat.
+//
+// This module is every Kubernetes program the tests run, built by one `go build`
+// (internal/harness): this control plane, the Kubeflow MPI operator (./mpi-operator, the release's
+// own entry point), and Kubeflow Trainer's controller manager, JobSet and Kueue (by import path,
+// listed as tools in go.mod). One module, so that the libraries they share (k8s.io/api, client-go,
+// apiserver, controller-runtime, and the kube-scheduler framework Kueue links) compile once, at one
+// version: Kubernetes v1.36.2, the newest minor EKS runs that gpucluster accepts, and the one the
+// operators' releases build with (Kueue v0.19.2 links kube-scheduler's v1.36 internals; Kubeflow
+// Trainer v2.3.0's generated OpenAPI names a type v1.37 removed).
 package main
 
 import (

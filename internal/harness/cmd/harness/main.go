@@ -1,0 +1,80 @@
+// Command harness builds the test harness (`make harness`): every program the tests run that is
+// not gpucluster's own code, into the cache directory, each once; then it compiles the programs of
+// this module the real-engine tests run (the gpucluster CLI and the aws provider double), so that
+// no test compiles them inside its timeout. Run it as often as you like: what is built for the
+// current sources costs nothing, and two runs at once take turns per program.
+//
+//	go run ./internal/harness/cmd/harness [-j 2] [-only name,name]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpucluster/gpucluster/internal/harness"
+)
+
+func main() {
+	parallel := flag.Int("j", 2, "programs built at once (each go build also uses every core)")
+	only := flag.String("only", "", "build only these programs, comma-separated (default: all)")
+	flag.Parse()
+	programs := harness.Programs
+	if *only != "" {
+		programs = nil
+		for _, name := range strings.Split(*only, ",") {
+			i := slices.IndexFunc(harness.Programs, func(p harness.Program) bool { return p.Name == name })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "harness: no program %q (have %s)\n", name, names())
+				os.Exit(2)
+			}
+			programs = append(programs, harness.Programs[i])
+		}
+	}
+	cache, err := harness.CacheDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("harness: building into %s (set %s to move it)\n", cache, harness.EnvCache)
+	start := time.Now()
+	if _, err := harness.Build(os.Stdout, programs, *parallel); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+	if *only == "" {
+		if err := compileOwnPrograms(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			os.Exit(1)
+		}
+	}
+	fmt.Printf("harness: ready in %s\n", time.Since(start).Round(time.Second))
+}
+
+// compileOwnPrograms compiles (and discards) the gpucluster CLI and the aws provider double: the
+// real-engine tests build them from the current sources, which is then a link, not a compile of
+// the Pulumi SDKs inside a test's timeout.
+func compileOwnPrograms() error {
+	start := time.Now()
+	cmd := exec.Command("go", "build", "./cmd/gpucluster", "./internal/realengine/cmd/pulumi-resource-aws")
+	cmd.Dir = harness.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Printf("harness: %-11s compiled in %s wall, %s CPU (the gpucluster CLI and the aws provider double, this module)\n",
+		"gpucluster", time.Since(start).Round(time.Second), cpu.Round(time.Second))
+	return nil
+}
+
+func names() string {
+	var n []string
+	for _, p := range harness.Programs {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ", ")
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,49 @@ func TestBenchReportJSON(t *testing.T) {
 	if len(got) != 1 || got[0].InstanceType != "p5.48xlarge" || got[0].Nodes != 2 || got[0].Placement != "cluster" ||
 		got[0].Version != "2.19.6" || len(got[0].Rows) != 32 || got[0].Verdict.Status != "pass" {
 		t.Fatalf("result %+v", got)
+	}
+}
+
+// TestBenchTestFlagFillsOnlyWhatTheLogLeavesOut: --test names the binary of a log that does not;
+// a log whose launcher command line names its own keeps it, whatever --test says.
+func TestBenchTestFlagFillsOnlyWhatTheLogLeavesOut(t *testing.T) {
+	table := "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"  2147483648     536870912     float     sum      -1   9100.1  235.99  235.99      0   9102.3  235.93  235.93      0\n"
+	dir := t.TempDir()
+	named := filepath.Join(dir, "named.txt")
+	unnamed := filepath.Join(dir, "unnamed.txt")
+	os.WriteFile(named, []byte("+ mpirun -np 16 --bind-to none /opt/nccl-tests/build/sendrecv_perf -b 8 -e 2G -f 2 -g 1\n"+table), 0o644)
+	os.WriteFile(unnamed, []byte(table), 0o644)
+	for file, want := range map[string]string{named: "sendrecv_perf", unnamed: "all_reduce_perf"} {
+		code, out, errOut := runCLI("bench", "report", "--log", file, "--test", "all_reduce_perf", "-o", "json")
+		var results []struct {
+			Binary string `json:"binary"`
+		}
+		if err := json.Unmarshal([]byte(out), &results); err != nil || len(results) != 1 {
+			t.Fatalf("%s: exit %d, %v: %s%s", filepath.Base(file), code, err, out, errOut)
+		}
+		if got := results[0].Binary; got != want {
+			t.Errorf("%s with --test all_reduce_perf: binary %q, want %q", filepath.Base(file), got, want)
+		}
+	}
+}
+
+// TestAnInvalidStackFailsDoctorAndBench: a --stack whose file is invalid is the input failing
+// (exit 1, with the file's errors), not a wrong command line (2), for doctor and bench alike.
+func TestAnInvalidStackFailsDoctorAndBench(t *testing.T) {
+	log, err := filepath.Abs("../../internal/doctor/testdata/p5-efa.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := copyProject(t)
+	bad := "config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: gpu, profile: no-such-profile}\n"
+	if err := os.WriteFile(filepath.Join(root, "stacks", "Pulumi.broken.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"doctor", "--log", log, "--stack", "broken"}, {"bench", "report", "--log", log, "--stack", "broken"}} {
+		code, _, errOut := runCLI(args...)
+		if code != exitFail || !strings.Contains(errOut, "Pulumi.broken.yaml is invalid") || !strings.Contains(errOut, "no-such-profile") {
+			t.Errorf("%v: exit %d, %q; want %d and the file's errors", args[:2], code, errOut, exitFail)
+		}
 	}
 }

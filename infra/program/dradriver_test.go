@@ -1,7 +1,6 @@
 package program
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -62,8 +61,8 @@ func TestDRADriver(t *testing.T) {
 				continue
 			}
 			charts = append(charts, c)
-			if c.Input("version") != dradriver.ChartVersion || !reflect.DeepEqual(c.Input("values"), jsonValues(t, dradriver.Values(pools))) {
-				t.Errorf("%s: DRA driver chart %v %v", stack, c.Input("version"), c.Input("values"))
+			if want := wantDRAValues[stack]; c.Input("version") != dradriver.ChartVersion || !reflect.DeepEqual(c.Input("values"), want) {
+				t.Errorf("%s: DRA driver chart %v values\n%v\nwant\n%v", stack, c.Input("version"), c.Input("values"), want)
 			}
 		}
 		domains := ev.ofType("kubernetes:" + topology.ComputeDomainAPIVersion + ":" + topology.ComputeDomainKind)
@@ -83,18 +82,30 @@ func TestDRADriver(t *testing.T) {
 	}
 }
 
-func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
-
-// jsonValues is v as the engine records it: plain JSON values.
-func jsonValues(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+// wantDRAValues are the chart values each stack with an UltraServer pool must set, written out
+// by hand from the chart's values.yaml and the EKS user guide ("Use P6e-GB200 UltraServers with
+// Amazon EKS"): the GPUs stay the NVIDIA device plugin's (resources.gpus off), ComputeDomains on
+// (their IMEX channels are what multi-node NVLink needs), the driver root is the host's (the EKS
+// AL2023 NVIDIA image installs the driver there), the controller on the system nodes (the chart's
+// default prefers control-plane nodes, which EKS does not have), and the kubelet plugin on the
+// pool's nodes only, tolerating the GPU taint they carry.
+var wantDRAValues = map[string]any{
+	"Pulumi.gb200-nvl72.yaml": map[string]any{
+		"nvidiaDriverRoot": "/",
+		"resources": map[string]any{
+			"gpus":           map[string]any{"enabled": false},
+			"computeDomains": map[string]any{"enabled": true},
+		},
+		"controller": map[string]any{"nodeSelector": map[string]any{"gpucluster.io/pool": "system"}},
+		"kubeletPlugin": map[string]any{
+			"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+				"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+					map[string]any{"key": "gpucluster.io/pool", "operator": "In", "values": []any{"nvl"}},
+				}}},
+			}}},
+			"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		},
+	},
 }
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }

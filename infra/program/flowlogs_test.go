@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/components/network"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
 )
@@ -41,13 +40,15 @@ func TestFlowLogsOfEveryCreatedVPC(t *testing.T) {
 			t.Fatalf("%s: %d flow logs, %d log groups", name, len(logs), len(groups))
 		}
 		fl, group := logs[0], groups[0]
-		groupARN := "arn:aws:logs:mock:" + offline.MockAccount + ":log-group:" + network.FlowLogGroup(ev.spec.Cluster.Name)
+		// The group's name written out, as docs/architecture.md gives it to a reader of CloudWatch.
+		groupName := "/gpucluster/" + ev.spec.Cluster.Name + "/vpc-flow-logs"
+		groupARN := "arn:aws:logs:mock:" + offline.MockAccount + ":log-group:" + groupName
 		vpc := ev.ofType("aws:ec2/vpc:Vpc")[0]
 		if fl.Input("vpcId") != vpc.ID || fl.Input("trafficType") != "ALL" || fl.Input("logDestinationType") != "cloud-watch-logs" ||
 			fl.Input("logDestination") != groupARN {
 			t.Errorf("%s: flow log %v", name, fl.Inputs.Mappable())
 		}
-		if group.Input("retentionInDays") != 90.0 || group.Input("name") != network.FlowLogGroup(ev.spec.Cluster.Name) {
+		if group.Input("retentionInDays") != 90.0 || group.Input("name") != groupName {
 			t.Errorf("%s: log group %v", name, group.Inputs.Mappable())
 		}
 		var role *offline.Resource

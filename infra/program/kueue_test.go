@@ -1,6 +1,7 @@
 package program
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -68,10 +69,24 @@ func TestKueue(t *testing.T) {
 		if len(charts) != map[bool]int{true: 1}[enabled] {
 			t.Fatalf("%s: benchmarks %v, %d Kueue charts", stack, enabled, len(charts))
 		}
+		// What each enabled stack must have, counted from its pools: one flavor for the system
+		// nodes (MPI launchers run there), and per pool with a queue (not an UltraServer's) a
+		// flavor, a ClusterQueue, a LocalQueue and its network Topology, one per distinct name.
 		want := map[string]int{}
 		if enabled {
-			for _, o := range kueue.Objects(ev.spec.Pools, ev.spec.Labels()) {
-				want[o["kind"].(string)]++
+			want["ResourceFlavor"] = 1
+			topologies := map[string]bool{}
+			for _, p := range ev.spec.Pools {
+				if p.Benchmark == nil || p.Benchmark.Queue == nil {
+					continue
+				}
+				want["ResourceFlavor"]++
+				want["ClusterQueue"]++
+				want["LocalQueue"]++
+				if t := p.Benchmark.Queue.Topology; t != nil && !topologies[t.Name] {
+					topologies[t.Name] = true
+					want["Topology"]++
+				}
 			}
 		}
 		got := map[string]int{}
@@ -86,5 +101,39 @@ func TestKueue(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: queue objects %v, want %v", stack, got, want)
 		}
+	}
+}
+
+// TestKueueQuotaOfTheP5Stack: the p5-efa stack's ClusterQueue, its quota written out by hand. Its
+// two p5.48xlarge nodes offer 16 GPUs (8 H100 each) and 64 EFA devices (32 each, one per network
+// card: EC2 user guide, "Network cards"); its MPI launcher runs on the system nodes and asks for 500m CPU and 1Gi of memory
+// (components/benchjobs), which the system flavor must admit, with none of the GPUs or EFA.
+func TestKueueQuotaOfTheP5Stack(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.p5-efa.yaml")
+	queues := ev.ofType("kubernetes:" + topology.KueueAPIVersion + ":ClusterQueue")
+	if len(queues) != 1 {
+		t.Fatalf("%d ClusterQueues, want 1", len(queues))
+	}
+	spec, _ := queues[0].Input("spec").(map[string]any)
+	groups, _ := spec["resourceGroups"].([]any)
+	if len(groups) != 1 {
+		t.Fatalf("resource groups %v", spec["resourceGroups"])
+	}
+	flavors := map[string]map[string]string{}
+	for _, f := range groups[0].(map[string]any)["flavors"].([]any) {
+		f := f.(map[string]any)
+		q := map[string]string{}
+		for _, r := range f["resources"].([]any) {
+			r := r.(map[string]any)
+			q[r["name"].(string)] = fmt.Sprint(r["nominalQuota"])
+		}
+		flavors[f["name"].(string)] = q
+	}
+	if q := flavors["gpu"]; q["nvidia.com/gpu"] != "16" || q["vpc.amazonaws.com/efa"] != "64" {
+		t.Errorf("the pool's flavor quota %v; want 16 GPUs and 64 EFA devices", q)
+	}
+	wantSystem := map[string]string{"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "0", "vpc.amazonaws.com/efa": "0"}
+	if q := flavors["system"]; !reflect.DeepEqual(q, wantSystem) {
+		t.Errorf("the system flavor's quota %v; want %v (one MPI launcher, no GPU or EFA)", q, wantSystem)
 	}
 }

@@ -105,6 +105,19 @@ func TestNodesOfPodPerGPU(t *testing.T) {
 	}
 }
 
+// TestGivenNodesOnlyFillTheUnknown: --nodes is for a log that names no hosts; where the table
+// names them, the table is what the run spanned, and a mistyped --nodes changes nothing.
+func TestGivenNodesOnlyFillTheUnknown(t *testing.T) {
+	named := Table{Hosts: []string{"w-0", "w-1"}, GivenNodes: 4}
+	if r := NewResult("x", named, profilePool(t, "p5-efa"), "", nil); r.Nodes != 2 {
+		t.Errorf("a table naming 2 hosts, --nodes 4: %d nodes, want 2", r.Nodes)
+	}
+	unnamed := Table{GivenNodes: 4}
+	if r := NewResult("x", unnamed, profilePool(t, "p5-efa"), "", nil); r.Nodes != 4 {
+		t.Errorf("a table naming no host, --nodes 4: %d nodes, want 4", r.Nodes)
+	}
+}
+
 // TestAnUnnamedTestIsNotJudged: a table whose test no line names (a sendrecv run pasted without
 // its header was once judged as all_reduce) gets no bandwidth verdict; the launcher's command
 // line, when the log has it, names it.

@@ -41,6 +41,24 @@ func TestReadSpan(t *testing.T) {
 	}
 }
 
+// TestReadSpanCountsNodesNotPods: pod-per-GPU places several workers on one node; the span
+// counts a node the pods share once.
+func TestReadSpanCountsNodesNotPods(t *testing.T) {
+	node := "ip-10-0-1-11.us-west-2.compute.internal"
+	var pods []string
+	for _, name := range []string{"w-0", "w-1", "w-2"} {
+		pods = append(pods, `{"kind":"Pod","metadata":{"name":"`+name+`"},"spec":{"nodeName":"`+node+`"}}`)
+	}
+	in := map[string]io.Reader{
+		"nodes.json": strings.NewReader(`{"kind":"List","items":[{"kind":"Node","metadata":{"name":"` + node + `","labels":{"x":"y"}}}]}`),
+		"pods.json":  strings.NewReader(`{"kind":"List","items":[` + strings.Join(pods, ",") + `]}`),
+	}
+	s, err := ReadSpan(in)
+	if err != nil || s.Pods != 3 || s.Nodes != 1 {
+		t.Fatalf("three pods on one node: span %+v, %v; want 3 pods on 1 node", s, err)
+	}
+}
+
 func TestReadSpanRefuses(t *testing.T) {
 	for name, in := range map[string]map[string]io.Reader{
 		"no pods":      {"nodes.json": strings.NewReader(`{"kind":"List","items":[{"kind":"Node","metadata":{"name":"a"}}]}`)},

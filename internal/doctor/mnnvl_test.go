@@ -54,3 +54,24 @@ func TestMultiNodeNVLink(t *testing.T) {
 		t.Errorf("a p5 run is judged for MNNVL: %s", codes(r))
 	}
 }
+
+// TestFabricStateZeroIsNotAFault: NVML's fabric state 0 is NVML_GPU_FABRIC_STATE_NOT_SUPPORTED (a
+// GPU outside an NVLink fabric reports it, and NCCL prints it all the same), which says nothing
+// of a fabric coming up; states 1 (not started) and 2 (in progress) are the ones that mean NCCL
+// started too early (nvml.h, nvmlGpuFabricState_t).
+func TestFabricStateZeroIsNotAFault(t *testing.T) {
+	healthy, err := os.ReadFile("testdata/gb200-mnnvl.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for state, want := range map[string]bool{"0": false, "1": true, "2": true, "3": false} {
+		l, err := Parse(strings.NewReader(strings.ReplaceAll(string(healthy), " state 3 healthMask", " state "+state+" healthMask")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Diagnose(l, nil, profile(t, "gb200-nvl72"), "profile gb200-nvl72")
+		if got := strings.Contains(codes(r), "nvlink-fabric-not-ready"); got != want {
+			t.Errorf("every GPU in NVML fabric state %s: nvlink-fabric-not-ready %v, want %v (findings %s)", state, got, want, codes(r))
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -62,5 +63,34 @@ func TestReadErrorIsReturnedNotAHalfLog(t *testing.T) {
 	r := io.MultiReader(strings.NewReader(strings.Repeat(string(one), 10)), iotest.ErrReader(cut))
 	if l, err := Parse(r); !errors.Is(err, cut) || l != nil {
 		t.Fatalf("Parse = %v, %v; want the read error and no log", l, err)
+	}
+}
+
+// TestReusedBatchForgetsWhatItsMessagesSaid: a batch caches what each message matched, as slices
+// of its hits, which a reused batch overwrites; a cache kept across the reuse would answer a
+// repeated message with another message's match. Every batch object's first use caches
+// "NCCL_PROTO … LL" at the first hit; after reuse, "… Simple" takes that place before "… LL" comes
+// again, so the log's last word on NCCL_PROTO is LL only if the reuse forgot the cache.
+func TestReusedBatchForgetsWhatItsMessagesSaid(t *testing.T) {
+	const ll = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to LL\n"
+	const simple = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+	filler := strings.Repeat("application output\n", batchLines-2)
+	inFlight := 3*runtime.GOMAXPROCS(0) + 1 // every batch object is used once, then reused
+	var log strings.Builder
+	for i := range 3 * inFlight {
+		if i >= inFlight {
+			log.WriteString(simple)
+		} else {
+			log.WriteString(filler[:len("application output\n")])
+		}
+		log.WriteString(ll)
+		log.WriteString(filler)
+	}
+	l, err := Parse(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Env["NCCL_PROTO"]; got != "LL" {
+		t.Fatalf("NCCL_PROTO = %q after a log whose every batch ends it with LL; a reused batch answered from a stale cache", got)
 	}
 }

@@ -1,0 +1,53 @@
+package topology
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkRefusal loads a one-pool stack file and checks that it is refused with the given words
+// exactly when refused is true, and accepted without an error otherwise.
+func checkRefusal(t *testing.T, what, stack, words string, refused bool) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "Pulumi.test.yaml")
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadStack(file)
+	if got := err != nil && strings.Contains(err.Error(), words); got != refused || (!refused && err != nil) {
+		t.Errorf("%s: %v; refused (%q) want %v", what, err, words, refused)
+	}
+}
+
+// TestUltraServerKubernetesBoundary: EKS runs UltraServers from Kubernetes 1.33 [eks-ultra]; 1.33
+// itself is accepted and 1.32 refused, so that the boundary holds in both directions.
+func TestUltraServerKubernetesBoundary(t *testing.T) {
+	for version, refused := range map[string]bool{"1.32": true, "1.33": false, "1.36": false} {
+		stack := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"" + version + "\"\n" +
+			"  gpucluster:pools:\n    - {name: nvl, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0}\n"
+		checkRefusal(t, "a GB200 pool on Kubernetes "+version, stack, "needs Kubernetes 1.33 or newer", refused)
+	}
+}
+
+// TestDefaultImageDriverBoundary: the default training image is built with CUDA 13, which needs
+// NVIDIA driver 580 or newer (CUDA 13.0 release notes, "CUDA Toolkit and Minimum Required
+// Driver Version"); a custom image's driver 579 is refused and 580 accepted.
+func TestDefaultImageDriverBoundary(t *testing.T) {
+	for driver, refused := range map[string]bool{"570.195.03": true, "579.99.99": true, "580.65.06": false, "590.10.01": false} {
+		stack := "config:\n  aws:region: us-west-2\n  gpucluster:nvidiaDriverVersion: \"" + driver + "\"\n" +
+			"  gpucluster:pools:\n    - {name: gpu, profile: p4d-efa, amiFamily: custom, amiId: ami-0123456789abcdef0}\n"
+		checkRefusal(t, "a custom image with driver "+driver+" under the default training image", stack, "which needs driver 580 or newer", refused)
+	}
+}
+
+// TestUltraServerCapacityIsACapacityBlock: EKS runs GB200 UltraServers only from a Capacity
+// Block [eks-ultra]; every other capacity is refused with the key and the fix.
+func TestUltraServerCapacityIsACapacityBlock(t *testing.T) {
+	for capacity, refused := range map[string]bool{"on-demand": true, "spot": true, "odcr": true, "capacity-block": false} {
+		stack := "config:\n  aws:region: us-east-1\n  gpucluster:pools:\n" +
+			"    - {name: nvl, profile: gb200-nvl72, capacity: " + capacity + ", capacityReservationId: cr-0123456789abcdef0}\n"
+		checkRefusal(t, "a GB200 pool on "+capacity+" capacity", stack, "set capacity: capacity-block", refused)
+	}
+}

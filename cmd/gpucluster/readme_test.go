@@ -121,7 +121,7 @@ func TestReadmeDocumentsEveryPoolKeyAndProfile(t *testing.T) {
 
 // TestReadmeQuickStartHasTheTwoCommands: one runs the main job, one runs the tests; .ci/run
 // runs that same test command and nothing else, and the test command builds the harness before it
-// runs go test (no test builds a harness program inside its timeout).
+// runs go test over every package (no test builds a harness program inside its timeout).
 func TestReadmeQuickStartHasTheTwoCommands(t *testing.T) {
 	qs := section(t, readme(t), "Quick start")
 	block := qs[strings.Index(qs, "```sh\n")+6:]
@@ -161,8 +161,9 @@ func TestReadmeQuickStartHasTheTwoCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	recipe := regexp.MustCompile(`(?m)^test:([^\n]*)\n((?:\t[^\n]*\n)*)`).FindStringSubmatch(string(makefile))
-	if recipe == nil || !slices.Contains(strings.Fields(recipe[1]), "harness") || strings.TrimSpace(recipe[2]) != "go test ./..." {
-		t.Errorf("the Makefile's test target is %q; want the harness built first, then exactly go test ./...", recipe)
+	if recipe == nil || !slices.Contains(strings.Fields(recipe[1]), "harness") ||
+		!regexp.MustCompile(`^go test (-timeout \d+m )?\./\.\.\.$`).MatchString(strings.TrimSpace(recipe[2])) {
+		t.Errorf("the Makefile's test target is %q; want the harness built first, then go test ./... (with at most a -timeout)", recipe)
 	}
 }
 

@@ -9,20 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 
 	"github.com/gpucluster/gpucluster/internal/harness"
 	"github.com/gpucluster/gpucluster/internal/preflight"
 )
-
-// PulumiVersion is the Pulumi CLI the tests run (internal/harness builds it).
-const PulumiVersion = harness.PulumiVersion
-
-// dir is the realengine package's directory.
-func dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..")
-}
 
 // Tools are the programs the real engine runs, in one directory that goes first on PATH:
 // pulumi, the provider plugins the engine looks up by name (pulumi-resource-aws, -kubernetes,
@@ -73,7 +63,7 @@ func Prepare(root string) (*Tools, error) {
 	// rebuild cheap.
 	for name, pkg := range map[string]string{"pulumi-resource-aws": "./internal/realengine/cmd/pulumi-resource-aws", "gpucluster": "./cmd/gpucluster"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(t.Bin, name), pkg)
-		build.Dir = filepath.Join(dir(), "..", "..")
+		build.Dir = harness.RepoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)
 		}

@@ -378,6 +378,14 @@ func networkNodes(p topology.PoolSpec, group string) map[string]string {
 // returned function deletes them and waits until Kueue has let them go (its finalizers hold a
 // queue while it has admitted jobs, and a flavor while a queue uses it), so that the next stack
 // can create its own of the same names.
+//
+// It deletes one object at a time, each after everything that refers to it is gone, as pulumi
+// destroy deletes a dependent before what it depends on. Deleting them all at once races Kueue
+// v0.19.2: a deleted Topology's finalizer is removed only by a reconcile that runs one
+// UpdatesBatchPeriod (1 s) after its last flavor's delete event
+// (pkg/controller/tas/topology_controller.go, resourceFlavorHandler.Delete) and that reads the
+// flavor cache another event handler clears; on a loaded machine the reconcile can run first,
+// find the flavor still cached, and never run again, leaving the Topology in Terminating.
 func createQueues(t *testing.T, s *kubeapi.Server, spec topology.StackSpec, ns string) func() {
 	t.Helper()
 	objs := kueue.Objects(spec.Pools, spec.Labels())
@@ -385,8 +393,6 @@ func createQueues(t *testing.T, s *kubeapi.Server, spec topology.StackSpec, ns s
 	cleanup := func() {
 		for _, obj := range slices.Backward(created) {
 			s.Delete(obj)
-		}
-		for _, obj := range created {
 			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 				if _, err := s.Get(obj); err != nil {
 					break

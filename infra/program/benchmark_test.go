@@ -385,7 +385,8 @@ func networkNodes(p topology.PoolSpec, group string) map[string]string {
 // UpdatesBatchPeriod (1 s) after its last flavor's delete event
 // (pkg/controller/tas/topology_controller.go, resourceFlavorHandler.Delete) and that reads the
 // flavor cache another event handler clears; on a loaded machine the reconcile can run first,
-// find the flavor still cached, and never run again, leaving the Topology in Terminating.
+// find the flavor still cached, and never run again, leaving the Topology in Terminating
+// (kubernetes-sigs/kueue#12572, open; the fix proposed in kueue#13186 requeues such a Topology).
 func createQueues(t *testing.T, s *kubeapi.Server, spec topology.StackSpec, ns string) func() {
 	t.Helper()
 	objs := kueue.Objects(spec.Pools, spec.Labels())

@@ -6,11 +6,8 @@
 # fail at once and name `make harness`.
 .PHONY: test harness lint
 
-# -timeout: the real-engine package runs 9 to 9.5 minutes on a two-core machine, inside go test's
-# default 10-minute alarm by under a minute; 20 minutes keeps a slow machine from failing a
-# passing suite until that package is split.
 test: harness lint
-	go test -timeout 20m ./...
+	go test ./...
 
 harness:
 	go run ./internal/harness/cmd/harness

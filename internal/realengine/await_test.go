@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/internal/realengine"
+	"github.com/gpucluster/gpucluster/internal/realengine/enginetest"
 )
 
 // TestRealEngineUnplaceableDeploymentFailsUp: the kubernetes double fails `pulumi up` as the real
@@ -27,13 +28,13 @@ func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
 	spec := topology.StackSpec{Stack: "await"}
 	spec.Cluster.SystemNodes.Count = 1
 	spec.Cluster.SystemNodes.InstanceType = "m7i.large"
-	server := startCluster(t, spec)
+	server := enginetest.StartCluster(t, spec)
 	kubeconfig, err := server.AdminKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	env, err := realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server)
+	env, err := realengine.NewEnv(t.TempDir(), enginetest.ProjectDir, enginetest.NeedTools(t), server)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
 	}
 	for _, want := range []string{"timed out waiting to be Ready", "1 of 2 replicas scheduled", "anti-affinity"} {
 		if !strings.Contains(log.String(), want) {
-			t.Errorf("the failed up does not say %q:\n%s", want, tail(log.String(), 30))
+			t.Errorf("the failed up does not say %q:\n%s", want, enginetest.Tail(log.String(), 30))
 		}
 	}
 }

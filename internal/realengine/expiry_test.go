@@ -16,6 +16,7 @@ import (
 	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/realengine"
 	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
+	"github.com/gpucluster/gpucluster/internal/realengine/enginetest"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 )
 
@@ -27,11 +28,11 @@ import (
 func TestRealEngineExtendingTheExpiryRestoresThePool(t *testing.T) {
 	t.Parallel()
 	const name = "dev"
-	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
+	spec, err := topology.LoadStack(filepath.Join(enginetest.ProjectDir, "stacks", "Pulumi."+name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := realengine.NewEnv(t.TempDir(), projectDir, needTools(t), startCluster(t, spec))
+	env, err := realengine.NewEnv(t.TempDir(), enginetest.ProjectDir, enginetest.NeedTools(t), enginetest.StartCluster(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRealEngineExtendingTheExpiryRestoresThePool(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := st.Up(ctx, optup.ProgressStreams(&log)); err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, tail(log.String(), 60))
+			t.Fatalf("%s: %v\n%s", what, err, enginetest.Tail(log.String(), 60))
 		}
 		after, err := env.Calls()
 		if err != nil {
@@ -101,7 +102,7 @@ func TestRealEngineExtendingTheExpiryRestoresThePool(t *testing.T) {
 	expire("8h")
 	u := nodeGroup(up("pulumi up after gpucluster expire"), "update")
 	if u == nil {
-		t.Fatalf("extending the expiry did not restore the node group\n%s", tail(log.String(), 40))
+		t.Fatalf("extending the expiry did not restore the node group\n%s", enginetest.Tail(log.String(), 40))
 	}
 	if got := u.Inputs["scalingConfig"].(map[string]any); got["desiredSize"] != want["desiredSize"] || got["minSize"] != want["minSize"] {
 		t.Errorf("restored scaling %v, want %v", got, want)

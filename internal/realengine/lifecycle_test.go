@@ -10,6 +10,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/gpucluster/gpucluster/internal/realengine/enginetest"
 )
 
 // TestRealEngineSecretConfig: a gpucluster key set with `pulumi config set --secret` is stored
@@ -17,24 +19,24 @@ import (
 // stack output secret.
 func TestRealEngineSecretConfig(t *testing.T) {
 	t.Parallel()
-	d := deploy(t, "dev")
+	d := enginetest.Deploy(t, "dev")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if _, err := d.env.CLI(ctx, "config", "set", "--secret", "gpucluster:owner", "ml-platform", "-s", "dev"); err != nil {
-		d.fail("pulumi config set --secret", err)
+	if _, err := d.Env.CLI(ctx, "config", "set", "--secret", "gpucluster:owner", "ml-platform", "-s", "dev"); err != nil {
+		d.Fail("pulumi config set --secret", err)
 	}
-	file, err := os.ReadFile(d.env.StackFile("dev"))
+	file, err := os.ReadFile(d.Env.StackFile("dev"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(file), "ml-platform") || !strings.Contains(string(file), "secure:") {
 		t.Fatalf("the CLI did not encrypt the owner in the stack file:\n%s", file)
 	}
-	if _, err := d.stack.Up(ctx, optup.ProgressStreams(&d.log)); err != nil {
-		d.fail("pulumi up with a secret owner", err)
+	if _, err := d.Stack.Up(ctx, optup.ProgressStreams(&d.Log)); err != nil {
+		d.Fail("pulumi up with a secret owner", err)
 	}
 	tagged := 0
-	for _, c := range d.calls() {
+	for _, c := range d.Calls() {
 		if c.Provider == "aws" && c.Op == "create" && strings.Contains(jsonText(c.Inputs["tags"]), "ml-platform") {
 			tagged++
 		}
@@ -42,17 +44,17 @@ func TestRealEngineSecretConfig(t *testing.T) {
 	if tagged == 0 {
 		t.Error("no AWS resource was tagged with the decrypted owner")
 	}
-	outs, err := d.stack.Outputs(ctx)
+	outs, err := d.Stack.Outputs(ctx)
 	if err != nil {
-		d.fail("pulumi stack output", err)
+		d.Fail("pulumi stack output", err)
 	}
 	for k, v := range outs {
 		if !v.Secret {
 			t.Errorf("output %s is not secret, though the configuration has a secret", k)
 		}
 	}
-	if _, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log)); err != nil {
-		d.fail("pulumi destroy", err)
+	if _, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log)); err != nil {
+		d.Fail("pulumi destroy", err)
 	}
 }
 
@@ -61,12 +63,12 @@ func TestRealEngineSecretConfig(t *testing.T) {
 // destroy leaves nothing, including anything the killed run created.
 func TestRealEngineInterruptedUp(t *testing.T) {
 	t.Parallel()
-	d := deploy(t, "dev")
+	d := enginetest.Deploy(t, "dev")
 	killed, kill := context.WithCancel(context.Background())
 	go func() {
 		for killed.Err() == nil {
 			creates := 0
-			for _, c := range d.calls() {
+			for _, c := range d.Calls() {
 				if c.Op == "create" {
 					creates++
 				}
@@ -78,23 +80,23 @@ func TestRealEngineInterruptedUp(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	if _, err := d.stack.Up(killed, optup.ProgressStreams(&d.log)); err == nil {
+	if _, err := d.Stack.Up(killed, optup.ProgressStreams(&d.Log)); err == nil {
 		t.Fatal("the up meant to be killed completed first: kill it earlier")
 	}
 	kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if _, err := d.stack.Up(ctx, optup.ProgressStreams(&d.log)); err != nil {
-		d.fail("pulumi up after an interrupted up", err)
+	if _, err := d.Stack.Up(ctx, optup.ProgressStreams(&d.Log)); err != nil {
+		d.Fail("pulumi up after an interrupted up", err)
 	}
-	if _, err := d.stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.log)); err != nil {
-		d.fail("a third pulumi up changed something", err)
+	if _, err := d.Stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.Log)); err != nil {
+		d.Fail("a third pulumi up changed something", err)
 	}
-	deletedWith := d.deletedWith(ctx)
-	if _, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log)); err != nil {
-		d.fail("pulumi destroy", err)
+	deletedWith := d.DeletedWith(ctx)
+	if _, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log)); err != nil {
+		d.Fail("pulumi destroy", err)
 	}
-	d.checkNothingLeft(ctx, d.calls(), deletedWith)
+	d.CheckNothingLeft(ctx, d.Calls(), deletedWith)
 }
 
 func jsonText(v any) string {

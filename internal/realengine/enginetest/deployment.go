@@ -1,4 +1,4 @@
-package realengine_test
+package enginetest
 
 import (
 	"bytes"
@@ -11,11 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -29,13 +27,11 @@ import (
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 )
 
-const projectDir = "../.."
-
-// stackNames are the stacks in stacks/.
-func stackNames(t *testing.T) []string {
-	files, err := filepath.Glob(filepath.Join(projectDir, "stacks", "Pulumi.*.yaml"))
+// StackNames are the stacks in stacks/.
+func StackNames(t *testing.T) []string {
+	files, err := filepath.Glob(filepath.Join(ProjectDir, "stacks", "Pulumi.*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no stacks in %s/stacks: %v", projectDir, err)
+		t.Fatalf("no stacks in %s/stacks: %v", ProjectDir, err)
 	}
 	var names []string
 	for _, f := range files {
@@ -45,10 +41,10 @@ func stackNames(t *testing.T) []string {
 	return names
 }
 
-// startCluster is what EKS gives the program: an API server with no CRDs, its scheduler and
+// StartCluster is what EKS gives the program: an API server with no CRDs, its scheduler and
 // controllers, and the system node group's nodes, joined and Ready (their instances are the aws
 // double's).
-func startCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
+func StartCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	t.Helper()
 	s, err := kubeapi.StartEmpty()
 	if err != nil {
@@ -77,17 +73,17 @@ func startCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	return s
 }
 
-// deployment is one stack's workspace under the real engine.
-type deployment struct {
+// Deployment is one stack's workspace under the real engine.
+type Deployment struct {
 	t     *testing.T
 	name  string
 	spec  topology.StackSpec
-	env   *realengine.Env
-	stack auto.Stack
-	log   bytes.Buffer
+	Env   *realengine.Env
+	Stack auto.Stack
+	Log   bytes.Buffer
 }
 
-func deploy(t *testing.T, name string) *deployment { return deployWith(t, name, deployOptions{}) }
+func Deploy(t *testing.T, name string) *Deployment { return deployWith(t, name, deployOptions{}) }
 
 // deployOptions change a deployment from the stack as it is.
 type deployOptions struct {
@@ -96,22 +92,22 @@ type deployOptions struct {
 	withoutBenchmarks bool
 }
 
-func deployWith(t *testing.T, name string, opts deployOptions) *deployment {
+func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	t.Helper()
-	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
+	spec, err := topology.LoadStack(filepath.Join(ProjectDir, "stacks", "Pulumi."+name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &deployment{t: t, name: name, spec: spec}
-	server := startCluster(t, spec)
-	if d.env, err = realengine.NewEnv(t.TempDir(), projectDir, needTools(t), server); err != nil {
+	d := &Deployment{t: t, name: name, spec: spec}
+	server := StartCluster(t, spec)
+	if d.Env, err = realengine.NewEnv(t.TempDir(), ProjectDir, NeedTools(t), server); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range opts.vars {
-		d.env.SetEnv(k, v)
+		d.Env.SetEnv(k, v)
 	}
 	if opts.withoutBenchmarks {
-		file := d.env.StackFile(name)
+		file := d.Env.StackFile(name)
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -127,125 +123,55 @@ func deployWith(t *testing.T, name string, opts deployOptions) *deployment {
 			t.Fatal(err)
 		}
 	}
-	if d.stack, err = d.env.Stack(context.Background(), name, program.RunEngine(d.env.StackFile(name))); err != nil {
+	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngine(d.Env.StackFile(name))); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func (d *deployment) fail(what string, err error) {
+func (d *Deployment) Fail(what string, err error) {
 	d.t.Helper()
-	d.t.Fatalf("%s: %s: %v\n--- engine output (last lines) ---\n%s", d.name, what, err, tail(d.log.String(), 80))
+	d.t.Fatalf("%s: %s: %v\n--- engine output (last lines) ---\n%s", d.name, what, err, Tail(d.Log.String(), 80))
 }
 
-func (d *deployment) calls() []record.Call {
+func (d *Deployment) Calls() []record.Call {
 	d.t.Helper()
-	calls, err := d.env.Calls()
+	calls, err := d.Env.Calls()
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	return calls
 }
 
-// benchmarkStack is the stack whose benchmark operators TestRealEngineStacks deploys: managed
-// GPU nodes whose queue packs by network topology, on NVSwitch nodes with EFA.
-const benchmarkStack = "p5-efa"
-
-// stackBenchmarks says whether a stack's file enables its benchmarks.
-func stackBenchmarks(t *testing.T, name string) bool {
-	spec, err := topology.LoadStack(filepath.Join(projectDir, "stacks", "Pulumi."+name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec.Benchmarks.Enabled
-}
-
-// TestRealEngineStacks runs every stack of stacks/ through the real Pulumi CLI and engine: up;
-// a second up with no changes; every documented output, and the README's benchmark command on
-// it; a preview and an up after `gpucluster expire` that change only the expiry; destroy, in an
-// order where every GPU pool goes before what it needs (the doubles' record), leaving nothing.
-func TestRealEngineStacks(t *testing.T) {
-	t.Parallel()
-	for _, name := range stackNames(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel() // each stack has its own API server and workspace
-			// The file backend rewrites the whole state after every step, and a stack with
-			// benchmarks holds megabytes of CRDs (Trainer's, JobSet's, Kueue's): written
-			// hundreds of times per up, they took this test past go test's 10 minutes. Here the
-			// engine saves the state once, at the end (Pulumi's PULUMI_SKIP_CHECKPOINTS); the
-			// interrupted up of TestRealEngineInterruptedUp keeps every checkpoint.
-			// One stack deploys the benchmark operators (MPI operator, Kubeflow Trainer, Kueue:
-			// the same charts on every stack that enables them, but for the pools' queues); the
-			// others deploy without, which keeps the package inside go test's 10 minutes on two
-			// cores (each such stack costs minutes: the charts' CRDs are megabytes).
-			opts := deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}}
-			opts.withoutBenchmarks = name != benchmarkStack && stackBenchmarks(t, name)
-			d := deployWith(t, name, opts)
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-
-			up, err := d.stack.Up(ctx, optup.ProgressStreams(&d.log))
-			if err != nil {
-				d.fail("pulumi up", err)
-			}
-			created := count(up.Summary.ResourceChanges, "create")
-			d.checkPulumiEKSChildren(d.calls())
-			again, err := d.stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.log))
-			if err != nil {
-				d.fail("a second pulumi up changed something", err)
-			}
-			changed := 0
-			for op, n := range deref(again.Summary.ResourceChanges) {
-				if op != "same" {
-					changed += n
-				}
-			}
-			d.checkOutputs(ctx)
-			d.checkExpire(ctx)
-
-			before := len(d.calls())
-			deletedWith := d.deletedWith(ctx)
-			down, err := d.stack.Destroy(ctx, optdestroy.ProgressStreams(&d.log))
-			if err != nil {
-				d.fail("pulumi destroy", err)
-			}
-			calls := d.calls()
-			d.checkDestroyOrder(calls[before:])
-			d.checkNothingLeft(ctx, calls, deletedWith)
-			t.Logf("real engine: %s: up %d resources, second up %d changes, destroy %d deleted", name, created, changed, count(down.Summary.ResourceChanges, "delete"))
-		})
-	}
-}
-
 // checkOutputs: `pulumi stack output` gives every output the README documents, and the README's
 // benchmark command (`pulumi stack output benchmarkJobs --json | jq .<pool> | kubectl apply -f -`)
 // yields objects the API server accepts (a server-side dry run).
-func (d *deployment) checkOutputs(ctx context.Context) {
-	outs, err := d.stack.Outputs(ctx)
+func (d *Deployment) checkOutputs(ctx context.Context) {
+	outs, err := d.Stack.Outputs(ctx)
 	if err != nil {
-		d.fail("pulumi stack output", err)
+		d.Fail("pulumi stack output", err)
 	}
 	var got []string
 	for k := range outs {
 		got = append(got, k)
 	}
 	sort.Strings(got)
-	want := documentedOutputs(d.t)
+	want := DocumentedOutputs(d.t)
 	if !slices.Equal(got, want) {
 		d.t.Errorf("%s: stack outputs %v, the README documents %v", d.name, got, want)
 	}
 	if !d.spec.Benchmarks.Enabled {
 		return
 	}
-	raw, err := d.env.CLI(ctx, "stack", "output", "-s", d.name, "benchmarkJobs", "--json")
+	raw, err := d.Env.CLI(ctx, "stack", "output", "-s", d.name, "benchmarkJobs", "--json")
 	if err != nil {
-		d.fail("pulumi stack output benchmarkJobs", err)
+		d.Fail("pulumi stack output benchmarkJobs", err)
 	}
 	var jobs map[string]any
 	if err := json.Unmarshal([]byte(raw), &jobs); err != nil {
 		d.t.Fatalf("%s: benchmarkJobs is not JSON: %v", d.name, err)
 	}
-	kubeconfig, err := d.env.Server.AdminKubeconfig()
+	kubeconfig, err := d.Env.Server.AdminKubeconfig()
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -256,7 +182,7 @@ func (d *deployment) checkOutputs(ctx context.Context) {
 			continue
 		}
 		b, _ := json.Marshal(list)
-		if out, err := d.env.Run(ctx, bytes.NewReader(b), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"); err != nil {
+		if out, err := d.Env.Run(ctx, bytes.NewReader(b), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"); err != nil {
 			d.t.Errorf("%s: kubectl apply of pool %s's benchmark jobs: %v\n%s", d.name, pool.Name, err, out)
 		}
 	}
@@ -265,23 +191,23 @@ func (d *deployment) checkOutputs(ctx context.Context) {
 // checkExpire: `gpucluster expire --in 8h` on the stack file, then `pulumi preview --diff` and
 // `pulumi up`: the only changes are the expiry's own resources (nothing else may be updated, let
 // alone replaced, because a running stack is given an end).
-func (d *deployment) checkExpire(ctx context.Context) {
-	if _, err := d.env.Run(ctx, nil, "gpucluster", "expire", "--config", d.env.StackFile(d.name), "--in", "8h"); err != nil {
-		d.fail("gpucluster expire", err)
+func (d *Deployment) checkExpire(ctx context.Context) {
+	if _, err := d.Env.Run(ctx, nil, "gpucluster", "expire", "--config", d.Env.StackFile(d.name), "--in", "8h"); err != nil {
+		d.Fail("gpucluster expire", err)
 	}
 	d.onlyExpiry("pulumi preview --diff", func(ch chan<- events.EngineEvent) error {
-		_, err := d.stack.Preview(ctx, optpreview.Diff(), optpreview.EventStreams(ch), optpreview.ProgressStreams(&d.log))
+		_, err := d.Stack.Preview(ctx, optpreview.Diff(), optpreview.EventStreams(ch), optpreview.ProgressStreams(&d.Log))
 		return err
 	})
 	d.onlyExpiry("pulumi up", func(ch chan<- events.EngineEvent) error {
-		_, err := d.stack.Up(ctx, optup.EventStreams(ch), optup.ProgressStreams(&d.log))
+		_, err := d.Stack.Up(ctx, optup.EventStreams(ch), optup.ProgressStreams(&d.Log))
 		return err
 	})
 }
 
 // onlyExpiry runs an operation and checks that every step it takes that is not "same" is one of
 // the expiry's resources, and that there is at least one.
-func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) error) {
+func (d *Deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) error) {
 	ch := make(chan events.EngineEvent)
 	var steps []string
 	done := make(chan struct{})
@@ -295,7 +221,7 @@ func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) 
 		close(done)
 	}()
 	if err := op(ch); err != nil {
-		d.fail(what+" after gpucluster expire", err)
+		d.Fail(what+" after gpucluster expire", err)
 	}
 	<-done
 	expiry := 0
@@ -313,7 +239,7 @@ func (d *deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) 
 
 // checkPulumiEKSChildren: what the real pulumi-eks component created through the aws double is
 // exactly what REVIEW.md's "Inside pulumi-eks" lists (internal/plan), type, name and count.
-func (d *deployment) checkPulumiEKSChildren(calls []record.Call) {
+func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
 	cluster := d.spec.Cluster.Name
 	want := plan.ExpectedPulumiEKSChildren(d.spec)
 	got := make([]int, len(want))
@@ -343,7 +269,7 @@ func (d *deployment) checkPulumiEKSChildren(calls []record.Call) {
 
 // checkDestroyOrder reads the order of the doubles' Delete calls: every resource a rule names as
 // a user (internal/destroyorder) was deleted before every resource it needs.
-func (d *deployment) checkDestroyOrder(calls []record.Call) {
+func (d *Deployment) checkDestroyOrder(calls []record.Call) {
 	at := map[string]int{}
 	var deleted []string
 	for _, c := range calls {
@@ -389,10 +315,10 @@ type stateResource struct {
 	DeletedWith string `json:"deletedWith"`
 }
 
-func (d *deployment) state(ctx context.Context) []stateResource {
-	state, err := d.stack.Export(ctx)
+func (d *Deployment) state(ctx context.Context) []stateResource {
+	state, err := d.Stack.Export(ctx)
 	if err != nil {
-		d.fail("pulumi stack export", err)
+		d.Fail("pulumi stack export", err)
 	}
 	var dep struct {
 		Resources []stateResource `json:"resources"`
@@ -403,9 +329,9 @@ func (d *deployment) state(ctx context.Context) []stateResource {
 	return dep.Resources
 }
 
-// deletedWith maps each resource of the state that the engine deletes with another (the
+// DeletedWith maps each resource of the state that the engine deletes with another (the
 // deletedWith option: destroy never deletes it on its own) to that other resource.
-func (d *deployment) deletedWith(ctx context.Context) map[string]string {
+func (d *Deployment) DeletedWith(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	for _, r := range d.state(ctx) {
 		if r.DeletedWith != "" {
@@ -415,10 +341,10 @@ func (d *deployment) deletedWith(ctx context.Context) map[string]string {
 	return out
 }
 
-// checkNothingLeft: the state is empty, and every resource a double created was deleted, by
+// CheckNothingLeft: the state is empty, and every resource a double created was deleted, by
 // itself or, for one deleted with another, with that other (the EKS cluster takes its in-cluster
 // objects with it).
-func (d *deployment) checkNothingLeft(ctx context.Context, calls []record.Call, deletedWith map[string]string) {
+func (d *Deployment) CheckNothingLeft(ctx context.Context, calls []record.Call, deletedWith map[string]string) {
 	for _, r := range d.state(ctx) {
 		d.t.Errorf("%s: left in the state after destroy: %s", d.name, r.URN)
 	}
@@ -449,7 +375,7 @@ func deref(m *map[string]int) map[string]int {
 	return *m
 }
 
-func tail(s string, n int) string {
+func Tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

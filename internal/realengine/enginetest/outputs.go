@@ -1,4 +1,4 @@
-package realengine_test
+package enginetest
 
 import (
 	"os"
@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// documentedOutputs are the stack outputs docs/architecture.md lists ("Stack outputs: `a`, `b` ...").
-func documentedOutputs(t *testing.T) []string {
+// DocumentedOutputs are the stack outputs docs/architecture.md lists ("Stack outputs: `a`, `b` ...").
+func DocumentedOutputs(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(projectDir, "docs", "architecture.md"))
+	b, err := os.ReadFile(filepath.Join(ProjectDir, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

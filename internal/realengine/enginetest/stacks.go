@@ -1,0 +1,127 @@
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// StackGroups divide stacks/ among the test packages internal/realengine/stacks/<group>, one test
+// binary each (so one go test alarm each), by what the stacks share: a stack added to stacks/
+// joins a group here, and TestEveryStackHasAGroup (internal/realengine) fails until it does.
+// Each group's stacks run in parallel, each with its own API server and workspace.
+// The benchmark stack is alone: it deploys the operators' charts, and its destroy waits for their
+// CRDs, whose deletion an API server can hold for minutes (below, RunStackGroup).
+var StackGroups = map[string][]string{
+	"benchmarks":     {benchmarkStack},
+	"karpenter":      {"karpenter-p5"},
+	"p4d":            {"p4d-custom-ami", "p4d-efa", "p4d-pod-per-gpu"},
+	"g6e":            {"dev", "g6e-efa", "g6e-ena"},
+	"capacityblocks": {"gb200-nvl72", "mixed"},
+}
+
+// benchmarkStack is the stack whose benchmark operators RunStackGroup deploys: managed GPU nodes
+// whose queue packs by network topology, on NVSwitch nodes with EFA.
+const benchmarkStack = "p5-efa"
+
+// stackBenchmarks says whether a stack's file enables its benchmarks.
+func stackBenchmarks(t *testing.T, name string) bool {
+	spec, err := topology.LoadStack(filepath.Join(ProjectDir, "stacks", "Pulumi."+name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec.Benchmarks.Enabled
+}
+
+// RunStackGroup runs each stack of a group through the real Pulumi CLI and engine: up; a second
+// up with no changes; every documented output, and the README's benchmark command on it; a
+// preview and an up after `gpucluster expire` that change only the expiry; destroy, in an order
+// where every GPU pool goes before what it needs (the doubles' record), leaving nothing.
+func RunStackGroup(t *testing.T, group string) {
+	names, ok := StackGroups[group]
+	if !ok {
+		t.Fatalf("no stack group %q in enginetest.StackGroups", group)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each stack has its own API server and workspace
+			// The file backend rewrites the whole state after every step, and a stack with
+			// benchmarks holds megabytes of CRDs (Trainer's, JobSet's, Kueue's): written
+			// hundreds of times per up, they took this test past go test's 10 minutes. Here the
+			// engine saves the state once, at the end (Pulumi's PULUMI_SKIP_CHECKPOINTS); the
+			// interrupted up of TestRealEngineInterruptedUp keeps every checkpoint.
+			// One stack deploys the benchmark operators (MPI operator, Kubeflow Trainer, Kueue:
+			// the same charts on every stack that enables them, but for the pools' queues); the
+			// others deploy without (each such stack costs minutes: the charts' CRDs are
+			// megabytes).
+			opts := deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}}
+			opts.withoutBenchmarks = name != benchmarkStack && stackBenchmarks(t, name)
+			d := deployWith(t, name, opts)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+
+			steps := &stepTimes{last: time.Now()}
+			up, err := d.Stack.Up(ctx, optup.ProgressStreams(&d.Log))
+			steps.done("up")
+			if err != nil {
+				d.Fail("pulumi up", err)
+			}
+			created := count(up.Summary.ResourceChanges, "create")
+			d.checkPulumiEKSChildren(d.Calls())
+			again, err := d.Stack.Up(ctx, optup.ExpectNoChanges(), optup.ProgressStreams(&d.Log))
+			steps.done("second up")
+			if err != nil {
+				d.Fail("a second pulumi up changed something", err)
+			}
+			changed := 0
+			for op, n := range deref(again.Summary.ResourceChanges) {
+				if op != "same" {
+					changed += n
+				}
+			}
+			d.checkOutputs(ctx)
+			steps.done("outputs")
+			d.checkExpire(ctx)
+			steps.done("expire")
+
+			before := len(d.Calls())
+			deletedWith := d.DeletedWith(ctx)
+			// Deleting a CRD waits for the API server's CRD finalizer, which lists the CRD's
+			// objects first; while the CRD's storage re-initializes after the delete, the list
+			// fails ("storage is (re)initializing") and the finalizer retries with exponential
+			// backoff. Here one of the benchmark stack's CRDs took 214 to 241 s in 3 of 14 runs
+			// of its destroy (30 s otherwise), the rest of the destroy long finished.
+			down, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log))
+			steps.done("destroy")
+			if err != nil {
+				d.Fail("pulumi destroy", err)
+			}
+			calls := d.Calls()
+			d.checkDestroyOrder(calls[before:])
+			d.CheckNothingLeft(ctx, calls, deletedWith)
+			t.Logf("real engine: %s: up %d resources, second up %d changes, destroy %d deleted (%s)", name, created, changed, count(down.Summary.ResourceChanges, "delete"), steps)
+		})
+	}
+}
+
+// stepTimes are the wall times of a stack's steps, for its log line: where a package's minutes go.
+type stepTimes struct {
+	last  time.Time
+	times []string
+}
+
+func (s *stepTimes) done(step string) {
+	now := time.Now()
+	s.times = append(s.times, fmt.Sprintf("%s %.0f s", step, now.Sub(s.last).Seconds()))
+	s.last = now
+}
+
+func (s *stepTimes) String() string { return strings.Join(s.times, ", ") }

@@ -94,11 +94,14 @@ func RunStackGroup(t *testing.T, group string) {
 
 			before := len(d.Calls())
 			deletedWith := d.DeletedWith(ctx)
-			// Deleting a CRD waits for the API server's CRD finalizer, which lists the CRD's
-			// objects first; while the CRD's storage re-initializes after the delete, the list
-			// fails ("storage is (re)initializing") and the finalizer retries with exponential
-			// backoff. Here one of the benchmark stack's CRDs took 214 to 241 s in 3 of 14 runs
-			// of its destroy (30 s otherwise), the rest of the destroy long finished.
+			// Deleting a CRD waits for the API server's CRD finalizer, and that can stall for up
+			// to five minutes: its first list of the CRD's objects meets a watch cache not yet
+			// ready ("storage is (re)initializing", apiserver pkg/storage/cacher/cacher.go, a
+			// 429 since 1.34), its retry may read a stale CRD and give up on a conflict without
+			// requeueing (apiextensions-apiserver pkg/controller/finalizer/crd_finalizer.go),
+			// and then only the informer's 5-minute resync brings it back. EKS runs the same
+			// code. Here one CRD of the benchmark stack's charts held its destroy 214 to 241 s
+			// in 3 of 14 runs (30 s otherwise).
 			down, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log))
 			steps.done("destroy")
 			if err != nil {

@@ -67,9 +67,10 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 		return nil, err
 	}
 	for _, rt := range Runtimes(args.Pools, args.Labels) {
-		// The Trainer holds a runtime with a finalizer while a TrainJob uses it. Nothing outside
-		// the cluster depends on a runtime, so when the cluster goes the runtime goes with it
-		// instead of waiting for TrainJobs applied by hand.
+		// Nothing outside the cluster depends on a runtime, so it goes with the cluster. No
+		// finalizer holds it: Trainer v2.3.0 sets none, its runtime controllers only remove the
+		// resource-in-use finalizer earlier releases set
+		// (pkg/controller/clustertrainingruntime_controller.go).
 		if _, err := apiextensions.NewCustomResource(ctx, name+"-"+rt.Name, &apiextensions.CustomResourceArgs{
 			ApiVersion:  pulumi.String(topology.TrainerAPIVersion),
 			Kind:        pulumi.String("ClusterTrainingRuntime"),

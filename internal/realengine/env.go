@@ -76,9 +76,10 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 	// each resource's properties in full, gzipped and encrypted: on a stack with the benchmark
 	// charts (megabytes of CRDs) that was half the CLI's CPU time, and the one stack deploying
 	// them took five minutes of a test binary's ten. It has no switch (upstream pulumi#22416
-	// asks for one); a file where the directory goes makes the CLI say "automatic logging
-	// unavailable" at debug level and carry on without it (pkg/cmd/pulumi/pulumi.go). Nothing
-	// else the engine does changes; the tests print the engine's output on a failure.
+	// asks for one); a file where the directory goes makes StartLogging fail, and the CLI logs
+	// "automatic logging unavailable" at info level and carries on without it
+	// (pkg/cmd/pulumi/pulumi.go). Nothing else the engine does changes; the tests print the
+	// engine's output on a failure.
 	if err := os.WriteFile(filepath.Join(e.home, "logs"), []byte("the real-engine tests keep no automatic CLI logs (internal/realengine/env.go)\n"), 0o644); err != nil {
 		return nil, err
 	}

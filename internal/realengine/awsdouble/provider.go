@@ -36,6 +36,9 @@ const (
 	// pulumi-eks builds from them reaches it.
 	EnvEndpoint = "GPUCLUSTER_AWS_DOUBLE_EKS_ENDPOINT"
 	EnvCA       = "GPUCLUSTER_AWS_DOUBLE_EKS_CA"
+	// EnvToken is the bearer token that API server accepts, which the aws CLI stand-in
+	// (internal/realengine/cmd/aws) answers `aws eks get-token` with.
+	EnvToken = "GPUCLUSTER_AWS_DOUBLE_EKS_TOKEN"
 	// EnvLive names a JSON file of changes made to resources outside Pulumi ({URN: {property:
 	// value}}), which Read reports as the live state (a test's stand-in for, say, the expiry's
 	// schedule scaling a node group to zero). Read each time, so a test may write it between runs.

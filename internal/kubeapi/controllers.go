@@ -49,6 +49,25 @@ func (s *Server) StartGarbageCollector() error {
 	})
 }
 
+// StartDaemonSetEndpointsControllers runs Kubernetes' own DaemonSet and Endpoints controllers
+// (the same release, started as kube-controller-manager starts them; see build/kube): a
+// DaemonSet gets a pod per matching node and the status its rollout is read from, a Service the
+// addresses of its ready pods.
+func (s *Server) StartDaemonSetEndpointsControllers() error {
+	return s.runClient(ControlPlaneBuild, "kube-daemonset-endpoints-controllers", func(kubeconfig string) []string {
+		return []string{"kube-daemonset-endpoints-controllers", "--kubeconfig=" + kubeconfig}
+	})
+}
+
+// StartKubeletStandIn runs the harness's stand-in of every node's kubelet (see build/kube): each
+// pod bound to a node is reported started, its containers running and ready, with a pod IP. No
+// container runs; what waits on readiness (the kubernetes provider's awaits) goes on as on EKS.
+func (s *Server) StartKubeletStandIn() error {
+	return s.runClient(ControlPlaneBuild, "kubelet-stand-in", func(kubeconfig string) []string {
+		return []string{"kubelet-stand-in", "--kubeconfig=" + kubeconfig}
+	})
+}
+
 // mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
 // no flag to move it.
 const mpiOperatorHealthPort = 8080

@@ -30,9 +30,13 @@ func main() {
 		"kube-job-controller":    newJobControllerCommand,
 		"kube-app-controllers":   newAppControllersCommand,
 		"kube-garbage-collector": newGarbageCollectorCommand,
+		// What the real-engine tests run besides: the DaemonSet and Endpoints controllers, and
+		// the kubelet stand-in that starts every bound pod.
+		"kube-daemonset-endpoints-controllers": newDaemonSetEndpointsControllersCommand,
+		"kubelet-stand-in":                     newKubeletStandInCommand,
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-job-controller|kube-app-controllers|kube-garbage-collector [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-job-controller|kube-app-controllers|kube-garbage-collector|kube-daemonset-endpoints-controllers|kubelet-stand-in [flags]")
 		os.Exit(2)
 	}
 	cmd := commands[os.Args[1]]()

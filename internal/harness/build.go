@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -106,7 +107,12 @@ func build(p Program) Result {
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			return err
 		}
-		cmd := p.command(tmp)
+		overlay, err := p.overlay(tmp + ".gen")
+		defer os.RemoveAll(tmp + ".gen")
+		if err != nil {
+			return fmt.Errorf("generating the files %s embeds: %w", p.Name, err)
+		}
+		cmd := p.command(tmp, overlay)
 		out, err := cmd.CombinedOutput()
 		if cmd.ProcessState != nil {
 			r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
@@ -125,8 +131,52 @@ func build(p Program) Result {
 	return r
 }
 
-// command is the program's build, writing into tmp.
-func (p Program) command(tmp string) *exec.Cmd {
+// overlay writes the program's generated files under dir and returns the go build -overlay
+// file that puts them in place ("" if it has none).
+func (p Program) overlay(dir string) (string, error) {
+	if p.Generated == nil {
+		return "", nil
+	}
+	files, err := p.Generated(p.moduleDir)
+	if err != nil {
+		return "", err
+	}
+	replace := map[string]string{}
+	for rel, data := range files {
+		target := filepath.Join(RepoRoot(), p.Module, rel)
+		file := filepath.Join(dir, fmt.Sprintf("%d-%s", len(replace), filepath.Base(target)))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			return "", err
+		}
+		replace[target] = file
+	}
+	data, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "overlay.json")
+	return file, os.WriteFile(file, data, 0o644)
+}
+
+// moduleDir is the directory of a module the program's build module requires, downloaded at
+// the version its go.mod pins.
+func (p Program) moduleDir(module string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = filepath.Join(RepoRoot(), p.Module)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s in %s: %v %s", module, cmd.Dir, err, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// command is the program's build, writing into tmp; overlay is a go build -overlay file or "".
+func (p Program) command(tmp, overlay string) *exec.Cmd {
 	src := filepath.Join(RepoRoot(), p.Module)
 	if p.NPM {
 		// npm ci into a copy of the lock: no install scripts (@pulumi/kubernetes' would download a
@@ -138,6 +188,9 @@ func (p Program) command(tmp string) *exec.Cmd {
 	args := []string{"build", "-trimpath", "-o", tmp + string(filepath.Separator)}
 	if p.LDFlags != "" {
 		args = append(args, "-ldflags", p.LDFlags)
+	}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
 	}
 	cmd := exec.Command("go", append(args, p.Packages...)...)
 	cmd.Dir = src

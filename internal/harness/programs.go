@@ -1,6 +1,6 @@
 // Package harness is the test harness's programs: everything the tests run that is not
 // gpucluster's own code — etcd, the Kubernetes control plane and the operators, the Pulumi CLI,
-// the kubernetes provider double and pulumi-eks's provider from npm. `make harness` (go run
+// the pulumi-kubernetes provider and pulumi-eks's provider from npm. `make harness` (go run
 // ./internal/harness/cmd/harness) builds them into a cache directory, once, outside any test's
 // timeout; the tests only look them up (Binary) and fail at once, naming that command, when one
 // is missing. Karpenter keeps its test tools the same way: `make toolchain` before `make test`.
@@ -36,6 +36,12 @@ type Program struct {
 	LDFlags  string
 	// NPM: the program is the module directory's package-lock.json, installed with npm ci.
 	NPM bool
+	// Generated are files the build adds to the build module (by path inside it) with go build
+	// -overlay, given the directory of a module the build requires: a main package whose
+	// go:embed files its module's zip does not carry, because the upstream build writes them
+	// first (go generate). The go command refuses an overlay inside the module cache, so the
+	// package is copied beside them, never written to the repository or the cache.
+	Generated func(moduleDir func(module string) (string, error)) (map[string][]byte, error)
 	// About says in a few words what the program is, for the progress lines.
 	About string
 }
@@ -43,6 +49,14 @@ type Program struct {
 // Programs are every program the tests run, the longest build first: Build starts them in this
 // order, two at a time.
 var Programs = []Program{
+	{
+		Name:      "kubeprovider",
+		Module:    "internal/realengine/build/kubeprovider",
+		Packages:  []string{"./" + kubernetesProviderCommand},
+		LDFlags:   "-X " + KubernetesProviderModule + "/pkg/version.Version=" + KubernetesProviderVersion,
+		Generated: kubernetesProviderEmbeds,
+		About:     "the pulumi-kubernetes provider " + KubernetesProviderVersion,
+	},
 	{
 		Name:   "kube",
 		Module: "internal/kubeapi/build/kube",
@@ -61,12 +75,6 @@ var Programs = []Program{
 		// The Automation API refuses a CLI that does not know its version.
 		LDFlags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=" + PulumiVersion,
 		About:   "the Pulumi CLI " + PulumiVersion,
-	},
-	{
-		Name:     "kubedouble",
-		Module:   "internal/realengine/build/kubedouble",
-		Packages: []string{"."},
-		About:    "the kubernetes provider double (a stand-in: see internal/realengine)",
 	},
 	{
 		Name:     "etcd",

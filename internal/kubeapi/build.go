@@ -43,6 +43,9 @@ const (
 	// DRADriverModule is the NVIDIA DRA driver, whose chart's CRDs (ComputeDomain,
 	// ComputeDomainClique) the server installs.
 	DRADriverModule = "sigs.k8s.io/dra-driver-nvidia-gpu"
+	// LWSModule is LeaderWorkerSet, whose chart Kubeflow Trainer's chart carries as a subchart
+	// (off unless its data cache is on, but packaged all the same).
+	LWSModule = "sigs.k8s.io/lws"
 )
 
 // DRADriverVersion is the NVIDIA DRA driver release build/crds/go.mod pins.

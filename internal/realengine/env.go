@@ -1,18 +1,19 @@
 // Package realengine runs the gpucluster program through the real Pulumi CLI and engine, as
-// close to `pulumi up -s <stack>` as a machine without AWS allows: the Pulumi CLI v3.259.0 built
-// from the module proxy, the program inline through the Automation API (the project's own
-// Pulumi.yaml and stack files), a file backend with the passphrase secrets provider, the real
-// pulumi-eks v2.8.1 component provider from npm run by Node.js, and test doubles of the aws and
-// kubernetes providers (whose real binaries are not served here): the aws double answers from
-// internal/fakecloud, the kubernetes double applies every object to a real kube-apiserver with the
-// real scheduler and controllers (internal/kubeapi). Both record every call the engine makes.
-// The programs are built by the tools package.
+// close to `pulumi up -s <stack>` as a machine without AWS allows: the Pulumi CLI built from the
+// module proxy, the program inline through the Automation API (the project's own Pulumi.yaml and
+// stack files), a file backend with the passphrase secrets provider, the real pulumi-eks v2.8.1
+// component provider from npm run by Node.js, and the real pulumi-kubernetes provider
+// (internal/harness builds it) against a real kube-apiserver with the real scheduler and
+// controllers (internal/kubeapi). Stand-ins, each for something that needs AWS or the internet:
+// the aws provider double (answers from internal/fakecloud and records every call the engine
+// makes), the aws CLI stand-in (the kubeconfig's `aws eks get-token`), and the registry stand-in
+// (the charts and manifests the kubernetes provider fetches, as their releases publish them).
+// The programs are gathered by the tools package.
 package realengine
 
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -24,14 +25,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/gpucluster/gpucluster/components/dradriver"
-	"github.com/gpucluster/gpucluster/components/karpenter"
-	"github.com/gpucluster/gpucluster/components/kueue"
-	"github.com/gpucluster/gpucluster/components/mpioperator"
-	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
+	"github.com/gpucluster/gpucluster/internal/realengine/registry"
 	"github.com/gpucluster/gpucluster/internal/realengine/tools"
 )
 
@@ -52,13 +49,15 @@ const Passphrase = "gpucluster-real-engine-test"
 // file backend, PULUMI_HOME, the record of the doubles' calls, and the API server the kubernetes
 // double applies to.
 type Env struct {
-	Tools   *tools.Tools
-	Server  *kubeapi.Server
-	Work    string // the project copy: Pulumi.yaml, stacks/
-	Record  string
-	home    string
-	backend string
-	vars    map[string]string
+	Tools  *tools.Tools
+	Server *kubeapi.Server
+	// Registry serves what the program fetches from the internet (Published).
+	Registry *registry.Server
+	Work     string // the project copy: Pulumi.yaml, stacks/
+	Record   string
+	home     string
+	backend  string
+	vars     map[string]string
 }
 
 // NewEnv makes a workspace under root for the project at projectDir.
@@ -97,50 +96,17 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 	if err != nil {
 		return nil, err
 	}
-	karpenterDir, err := kubeapi.KarpenterModuleDir()
-	if err != nil {
+	if e.Registry, err = Published(); err != nil {
+		return nil, fmt.Errorf("the registry stand-in: %w", err)
+	}
+	caFile := filepath.Join(root, "registry-ca.pem")
+	if err := e.Registry.WriteCA(caFile); err != nil {
+		e.Close()
 		return nil, err
 	}
-	mpiDir, err := kubeapi.ModuleDir(kubeapi.MPIOperatorModule)
+	awsVersion, err := awsProviderVersion()
 	if err != nil {
-		return nil, err
-	}
-	// Karpenter's release stamps the version and the controller image into the chart when it
-	// packages it (hack/release/common.sh); the image digest is the built image's, which nothing
-	// here knows, so the controller is pulled by tag. The chart's crds/ is a link to
-	// pkg/apis/crds, which the module zip leaves out.
-	trainerDir, err := kubeapi.ModuleDir(kubeapi.TrainerModule)
-	if err != nil {
-		return nil, err
-	}
-	jobsetDir, err := kubeapi.ModuleDir(kubeapi.JobSetModule)
-	if err != nil {
-		return nil, err
-	}
-	kueueDir, err := kubeapi.ModuleDir(kubeapi.KueueModule)
-	if err != nil {
-		return nil, err
-	}
-	draDir, err := kubeapi.ModuleDir(kubeapi.DRADriverModule)
-	if err != nil {
-		return nil, err
-	}
-	// Trainer's packaged chart carries JobSet's chart of the release it requires.
-	charts, _ := json.Marshal(map[string]any{karpenter.ChartRef + "@" + karpenter.ChartVersion: map[string]any{
-		"dir":    filepath.Join(karpenterDir, "charts", "karpenter"),
-		"values": map[string]any{"controller.image.tag": karpenter.ChartVersion, "controller.image.digest": ""},
-		"crds":   filepath.Join(karpenterDir, "pkg", "apis", "crds"),
-	}, trainer.ChartRef + "@" + trainer.ChartVersion: map[string]any{
-		"dir":          filepath.Join(trainerDir, "charts", "kubeflow-trainer"),
-		"dependencies": []string{filepath.Join(jobsetDir, "charts", "jobset")},
-	}, kueue.ChartRef + "@" + kueue.ChartVersion: map[string]any{
-		"dir": filepath.Join(kueueDir, "charts", "kueue"),
-	}, dradriver.ChartRef + "@" + dradriver.ChartVersion: map[string]any{
-		"dir": filepath.Join(draDir, "deployments", "helm", "dra-driver-nvidia-gpu"),
-	}})
-	localFiles, _ := json.Marshal(map[string]string{mpioperator.CRDURL: filepath.Join(mpiDir, "manifests", "base", "kubeflow.org_mpijobs.yaml")})
-	awsVersion, k8sVersion, err := providerVersions()
-	if err != nil {
+		e.Close()
 		return nil, err
 	}
 	e.vars = map[string]string{
@@ -150,33 +116,40 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		"PULUMI_SKIP_UPDATE_CHECK": "true",
 		// Every plugin is on PATH; the engine must never try to download one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		record.EnvFile:                         e.Record,
-		awsdouble.EnvVersion:                   awsVersion,
-		awsdouble.EnvEndpoint:                  server.URL,
-		awsdouble.EnvCA:                        base64.StdEncoding.EncodeToString(ca),
-		"GPUCLUSTER_KUBE_DOUBLE_VERSION":       k8sVersion,
-		"GPUCLUSTER_KUBE_DOUBLE_TOKEN":         server.Token(),
-		"GPUCLUSTER_KUBE_DOUBLE_AWAIT_SECONDS": "120",
-		"GPUCLUSTER_KUBE_DOUBLE_CHARTS":        string(charts),
-		"GPUCLUSTER_KUBE_DOUBLE_FILES":         string(localFiles),
+		record.EnvFile:        e.Record,
+		awsdouble.EnvVersion:  awsVersion,
+		awsdouble.EnvEndpoint: server.URL,
+		awsdouble.EnvCA:       base64.StdEncoding.EncodeToString(ca),
+		awsdouble.EnvToken:    server.Token(),
+		// Helm's caches and configuration (the kubernetes provider's Chart pulls with Helm):
+		// the workspace's, never the user's.
+		"HELM_CACHE_HOME":  filepath.Join(root, "helm", "cache"),
+		"HELM_CONFIG_HOME": filepath.Join(root, "helm", "config"),
+		"HELM_DATA_HOME":   filepath.Join(root, "helm", "data"),
+	}
+	for k, v := range e.Registry.Env(caFile) {
+		e.vars[k] = v
 	}
 	return e, nil
 }
 
-// providerVersions are the pulumi-aws and pulumi-kubernetes SDK versions of go.mod: the plugin
-// versions the program asks the engine for, which the doubles report.
-func providerVersions() (aws, k8s string, err error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/pulumi/pulumi-aws/sdk/v6", "github.com/pulumi/pulumi-kubernetes/sdk/v4")
+// Close stops the workspace's registry stand-in.
+func (e *Env) Close() {
+	if e.Registry != nil {
+		e.Registry.Close()
+	}
+}
+
+// awsProviderVersion is the pulumi-aws SDK version of go.mod: the plugin version the program asks
+// the engine for, which the aws double reports.
+func awsProviderVersion() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/pulumi/pulumi-aws/sdk/v6")
 	cmd.Dir = repoRoot()
 	out, err := cmd.Output()
 	if err != nil {
-		return "", "", fmt.Errorf("reading the provider SDK versions from go.mod: %v", err)
+		return "", fmt.Errorf("reading the pulumi-aws SDK version from go.mod: %v", err)
 	}
-	v := strings.Fields(string(out))
-	if len(v) != 2 {
-		return "", "", fmt.Errorf("go list -m printed %q", out)
-	}
-	return strings.TrimPrefix(v[0], "v"), strings.TrimPrefix(v[1], "v"), nil
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), nil
 }
 
 func copyFile(from, to string) error {

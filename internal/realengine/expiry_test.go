@@ -36,6 +36,7 @@ func TestRealEngineExtendingTheExpiryRestoresThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(env.Close)
 	live := filepath.Join(t.TempDir(), "live.json")
 	env.SetEnv(awsdouble.EnvLive, live)
 	clock := time.Now()

@@ -93,10 +93,11 @@ func TestRealEngineInterruptedUp(t *testing.T) {
 		d.Fail("a third pulumi up changed something", err)
 	}
 	deletedWith := d.DeletedWith(ctx)
+	objects := d.KubernetesObjects(ctx)
 	if _, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log)); err != nil {
 		d.Fail("pulumi destroy", err)
 	}
-	d.CheckNothingLeft(ctx, d.Calls(), deletedWith)
+	d.CheckNothingLeft(ctx, d.Calls(), deletedWith, objects)
 }
 
 func jsonText(v any) string {

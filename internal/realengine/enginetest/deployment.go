@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -54,8 +55,13 @@ func StartCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	if err := s.StartScheduler(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartAppControllers(); err != nil {
-		t.Fatal(err)
+	// What the kubernetes provider's awaits wait for: pods that start (the kubelet stand-in),
+	// DaemonSet rollouts and Service endpoints, and the garbage collector its foreground
+	// deletes wait on.
+	for _, start := range []func() error{s.StartAppControllers, s.StartDaemonSetEndpointsControllers, s.StartKubeletStandIn, s.StartGarbageCollector} {
+		if err := start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The system node group's instances, spread over the VPC's zones as its Auto Scaling group
 	// spreads them, labelled by EKS with their zone and instance type.
@@ -103,6 +109,7 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	if d.Env, err = realengine.NewEnv(t.TempDir(), ProjectDir, NeedTools(t), server); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Env.Close)
 	for k, v := range opts.vars {
 		d.Env.SetEnv(k, v)
 	}
@@ -267,16 +274,30 @@ func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
 	}
 }
 
-// checkDestroyOrder reads the order of the doubles' Delete calls: every resource a rule names as
-// a user (internal/destroyorder) was deleted before every resource it needs.
-func (d *Deployment) checkDestroyOrder(calls []record.Call) {
-	at := map[string]int{}
-	var deleted []string
-	for _, c := range calls {
-		if c.Op == "delete" {
-			at[c.URN] = len(deleted)
-			deleted = append(deleted, c.URN)
+// deleteOrder collects, from the engine's events of a destroy, the resources it deleted in the
+// order it started each delete (the engine starts one only once everything that depends on it
+// is gone); the channel it returns gives them once the events end.
+func deleteOrder(engine <-chan events.EngineEvent) <-chan []string {
+	out := make(chan []string, 1)
+	go func() {
+		var deleted []string
+		for e := range engine {
+			if pre := e.ResourcePreEvent; pre != nil && !pre.Planning && pre.Metadata.Op == apitype.OpDelete {
+				deleted = append(deleted, pre.Metadata.URN)
+			}
 		}
+		out <- deleted
+	}()
+	return out
+}
+
+// checkDestroyOrder: in the order the engine deleted them (both providers' resources), every
+// resource a rule names as a user (internal/destroyorder) was deleted before every resource it
+// needs.
+func (d *Deployment) checkDestroyOrder(deleted []string) {
+	at := map[string]int{}
+	for i, urn := range deleted {
+		at[urn] = i
 	}
 	res := func(urn string) destroyorder.Resource {
 		u := resource.URN(urn)
@@ -311,8 +332,11 @@ func (d *Deployment) checkDestroyOrder(calls []record.Call) {
 
 // stateResource is a resource of the stack's state as `pulumi stack export` shows it.
 type stateResource struct {
-	URN         string `json:"urn"`
-	DeletedWith string `json:"deletedWith"`
+	URN         string         `json:"urn"`
+	Type        string         `json:"type"`
+	Custom      bool           `json:"custom"`
+	DeletedWith string         `json:"deletedWith"`
+	Outputs     map[string]any `json:"outputs"`
 }
 
 func (d *Deployment) state(ctx context.Context) []stateResource {
@@ -341,10 +365,36 @@ func (d *Deployment) DeletedWith(ctx context.Context) map[string]string {
 	return out
 }
 
-// CheckNothingLeft: the state is empty, and every resource a double created was deleted, by
-// itself or, for one deleted with another, with that other (the EKS cluster takes its in-cluster
-// objects with it).
-func (d *Deployment) CheckNothingLeft(ctx context.Context, calls []record.Call, deletedWith map[string]string) {
+// KubernetesObject is an object the kubernetes provider made, as the state records it.
+type KubernetesObject struct {
+	urn         string
+	deletedWith bool
+	ref         map[string]any // apiVersion, kind, metadata.name and namespace
+}
+
+// KubernetesObjects are the objects of the stack's state that the kubernetes provider made.
+func (d *Deployment) KubernetesObjects(ctx context.Context) []KubernetesObject {
+	var out []KubernetesObject
+	for _, r := range d.state(ctx) {
+		if !r.Custom || !strings.HasPrefix(r.Type, "kubernetes:") {
+			continue
+		}
+		md, _ := r.Outputs["metadata"].(map[string]any)
+		ref := map[string]any{"apiVersion": r.Outputs["apiVersion"], "kind": r.Outputs["kind"],
+			"metadata": map[string]any{"name": md["name"]}}
+		if ns, ok := md["namespace"].(string); ok && ns != "" {
+			ref["metadata"].(map[string]any)["namespace"] = ns
+		}
+		out = append(out, KubernetesObject{urn: r.URN, deletedWith: r.DeletedWith != "", ref: ref})
+	}
+	return out
+}
+
+// CheckNothingLeft: the state is empty; every resource the aws double created was deleted, by
+// itself or, for one deleted with another, with that other; and no object the kubernetes
+// provider made is left in the cluster (say, held in Terminating by a finalizer whose controller
+// is gone), but those deleted with the EKS cluster, which takes them when it goes.
+func (d *Deployment) CheckNothingLeft(ctx context.Context, calls []record.Call, deletedWith map[string]string, objects []KubernetesObject) {
 	for _, r := range d.state(ctx) {
 		d.t.Errorf("%s: left in the state after destroy: %s", d.name, r.URN)
 	}
@@ -363,6 +413,15 @@ func (d *Deployment) CheckNothingLeft(ctx context.Context, calls []record.Call, 
 			continue
 		}
 		d.t.Errorf("%s: created and never deleted: %s", d.name, urn)
+	}
+	for _, o := range objects {
+		if o.deletedWith {
+			continue
+		}
+		if obj, err := d.Env.Server.Get(o.ref); err == nil {
+			md, _ := obj["metadata"].(map[string]any)
+			d.t.Errorf("%s: left in the cluster after destroy: %s %v (deletionTimestamp %v, finalizers %v)", d.name, o.urn, o.ref["metadata"], md["deletionTimestamp"], md["finalizers"])
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 
@@ -92,8 +93,10 @@ func RunStackGroup(t *testing.T, group string) {
 			d.checkExpire(ctx)
 			steps.done("expire")
 
-			before := len(d.Calls())
 			deletedWith := d.DeletedWith(ctx)
+			objects := d.KubernetesObjects(ctx)
+			engine := make(chan events.EngineEvent)
+			deletes := deleteOrder(engine)
 			// Deleting a CRD waits for the API server's CRD finalizer, and that can stall for up
 			// to five minutes: its first list of the CRD's objects meets a watch cache not yet
 			// ready ("storage is (re)initializing", apiserver pkg/storage/cacher/cacher.go, a
@@ -102,15 +105,15 @@ func RunStackGroup(t *testing.T, group string) {
 			// and then only the informer's 5-minute resync brings it back. EKS runs the same
 			// code. Here one CRD of the benchmark stack's charts held its destroy 214 to 241 s
 			// in 3 of 14 runs (30 s otherwise).
-			down, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log))
+			down, err := d.Stack.Destroy(ctx, optdestroy.ProgressStreams(&d.Log), optdestroy.EventStreams(engine))
 			steps.done("destroy")
 			if err != nil {
 				d.Fail("pulumi destroy", err)
 			}
-			calls := d.Calls()
-			d.checkDestroyOrder(calls[before:])
-			d.CheckNothingLeft(ctx, calls, deletedWith)
-			t.Logf("real engine: %s: up %d resources, second up %d changes, destroy %d deleted (%s)", name, created, changed, count(down.Summary.ResourceChanges, "delete"), steps)
+			d.checkDestroyOrder(<-deletes)
+			d.CheckNothingLeft(ctx, d.Calls(), deletedWith, objects)
+			t.Logf("real engine: %s: kubernetes provider %s: up %d resources, second up %d changes, destroy %d deleted (%s)",
+				name, d.Env.Tools.KubernetesProvider, created, changed, count(down.Summary.ResourceChanges, "delete"), steps)
 		})
 	}
 }

@@ -1,8 +1,7 @@
-// Package record is what the provider test doubles of the real-engine tests write: one JSON
-// line per call the engine made of them (check, create, update, delete, invoke, ...), in the
-// order the calls arrived, so that a test reads what the engine did instead of re-deriving it.
-// The kubernetes double (a module of its own under build/) writes the same lines; Read refuses
-// a line it cannot parse, which keeps the two writers to this one shape.
+// Package record is what the aws provider double of the real-engine tests writes: one JSON line
+// per call the engine made of it (check, create, update, delete, invoke, ...), in the order the
+// calls arrived, so that a test reads what the engine did instead of re-deriving it. Read
+// refuses a line it cannot parse.
 package record
 
 import (
@@ -18,7 +17,7 @@ const EnvFile = "GPUCLUSTER_DOUBLE_RECORD"
 
 // Call is one call of the engine to a provider double.
 type Call struct {
-	Provider string         `json:"provider"` // "aws" or "kubernetes"
+	Provider string         `json:"provider"` // "aws"
 	Op       string         `json:"op"`       // create, update, delete, read, invoke, construct
 	Type     string         `json:"type,omitempty"`
 	URN      string         `json:"urn,omitempty"`

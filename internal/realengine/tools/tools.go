@@ -1,7 +1,7 @@
 // Package tools gathers the programs the real-engine tests (internal/realengine) run: the Pulumi
-// CLI, the kubernetes provider double and pulumi-eks's provider from npm, which `make harness`
-// built (internal/harness), and this module's aws provider double and gpucluster CLI, built here
-// from the current sources (a link: `make harness` compiled them).
+// CLI, the real pulumi-kubernetes provider and pulumi-eks's provider from npm, which `make
+// harness` built (internal/harness), and this module's aws provider double, aws CLI stand-in and
+// gpucluster CLI, built here from the current sources (a link: `make harness` compiled them).
 package tools
 
 import (
@@ -19,6 +19,8 @@ import (
 // -eks), the aws CLI double pulumi-eks insists on, and gpucluster.
 type Tools struct {
 	Bin string
+	// KubernetesProvider names the kubernetes provider binary and the version it reports.
+	KubernetesProvider string
 }
 
 // PulumiRoot is the directory whose bin/pulumi the Automation API runs.
@@ -49,7 +51,7 @@ func Prepare(root string) (*Tools, error) {
 	if err != nil {
 		return nil, err
 	}
-	kube, err := harness.Binary("kubedouble")
+	kube, err := harness.Binary("pulumi-resource-kubernetes")
 	if err != nil {
 		return nil, err
 	}
@@ -58,10 +60,22 @@ func Prepare(root string) (*Tools, error) {
 			return nil, err
 		}
 	}
+	plugin, err := harness.StartPlugin(kube, nil)
+	if err != nil {
+		return nil, err
+	}
+	version, err := plugin.Version()
+	plugin.Close()
+	if err != nil {
+		return nil, fmt.Errorf("asking %s its version: %w", kube, err)
+	}
+	t.KubernetesProvider = "pulumi-resource-kubernetes " + version + " (real)"
 	// The aws double is part of this module (it shares internal/fakecloud with the offline
-	// engine), and so is the gpucluster CLI the walkthroughs run: go build's cache makes a
-	// rebuild cheap.
-	for name, pkg := range map[string]string{"pulumi-resource-aws": "./internal/realengine/cmd/pulumi-resource-aws", "gpucluster": "./cmd/gpucluster"} {
+	// engine), and so are the aws CLI stand-in (pulumi-eks checks its version; the kubeconfig
+	// runs its `eks get-token`) and the gpucluster CLI the walkthroughs run: go build's cache
+	// makes a rebuild cheap.
+	for name, pkg := range map[string]string{"pulumi-resource-aws": "./internal/realengine/cmd/pulumi-resource-aws",
+		"aws": "./internal/realengine/cmd/aws", "gpucluster": "./cmd/gpucluster"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(t.Bin, name), pkg)
 		build.Dir = harness.RepoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
@@ -72,19 +86,10 @@ func Prepare(root string) (*Tools, error) {
 	if err != nil {
 		return nil, err
 	}
-	scripts := map[string]string{
-		// The real component provider, as `pulumi plugin install resource eks 2.8.1` would run it.
-		"pulumi-resource-eks": fmt.Sprintf("#!/bin/sh\nexec node %q \"$@\"\n", filepath.Join(eks, "node_modules", "@pulumi", "eks", "cmd", "provider", "index.js")),
-		// pulumi-eks checks `aws --version` before it creates a cluster (dependencies.js,
-		// assertCompatibleAWSCLIExists); nothing else runs the CLI here (the kubernetes double
-		// does not run the kubeconfig's `aws eks get-token`). It claims the minimum it checks.
-		"aws": "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'aws-cli/2.7.0 gpucluster-test-double'; exit 0; fi\n" +
-			"echo \"aws CLI test double: only --version is answered, not: $*\" >&2\nexit 1\n",
-	}
-	for name, body := range scripts {
-		if err := os.WriteFile(filepath.Join(t.Bin, name), []byte(body), 0o755); err != nil {
-			return nil, err
-		}
+	// The real component provider, as `pulumi plugin install resource eks 2.8.1` would run it.
+	script := fmt.Sprintf("#!/bin/sh\nexec node %q \"$@\"\n", filepath.Join(eks, "node_modules", "@pulumi", "eks", "cmd", "provider", "index.js"))
+	if err := os.WriteFile(filepath.Join(t.Bin, "pulumi-resource-eks"), []byte(script), 0o755); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

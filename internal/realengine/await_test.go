@@ -22,7 +22,8 @@ import (
 
 // TestRealEngineUnplaceableDeploymentFailsUp: the kubernetes provider's await fails `pulumi up`
 // when a Deployment's pods cannot all be placed (here two replicas with a required anti-affinity
-// per host, on one system node), and names the scheduler's reason. The Deployment's create
+// per host, on one system node), saying the Deployment never became available. (It does not
+// name the scheduler's reason; the pod's PodScheduled condition does.) The Deployment's create
 // timeout is 45 s instead of the provider's 10 minutes: placed or not, the scheduler decides in
 // seconds.
 func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
@@ -82,7 +83,7 @@ func TestRealEngineUnplaceableDeploymentFailsUp(t *testing.T) {
 	if err == nil {
 		t.Fatal("pulumi up succeeded with a Deployment whose second replica has nowhere to go")
 	}
-	for _, want := range []string{"Minimum number of live Pods was not attained", "anti-affinity"} {
+	for _, want := range []string{"[MinimumReplicasUnavailable] Deployment does not have minimum availability", "Minimum number of live Pods was not attained"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the failed up does not say %q:\n%s", want, enginetest.Tail(log.String(), 30))
 		}

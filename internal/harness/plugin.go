@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -53,7 +54,10 @@ func StartPlugin(bin string, env []string) (*Plugin, error) {
 		p.Close()
 		return nil, fmt.Errorf("%s printed no port within a minute; stderr: %s", bin, stderr.String())
 	}
-	if p.conn, err = grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+	// A provider's schema is megabytes (the kubernetes provider's, 5 MB): the engine's own
+	// options raise gRPC's 4 MB default limit.
+	if p.conn, err = grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		rpcutil.GrpcChannelOptions()); err != nil {
 		p.Close()
 		return nil, err
 	}

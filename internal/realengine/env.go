@@ -66,7 +66,8 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		home: filepath.Join(root, "pulumi-home"), backend: filepath.Join(root, "state")}
 	// Pulumi.yaml's main (infra) must exist even though the program runs inline, from this
 	// process: the CLI checks the directory before it hands over to the program.
-	for _, d := range []string{filepath.Join(e.Work, "stacks"), filepath.Join(e.Work, "infra"), e.home, e.backend} {
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{filepath.Join(e.Work, "stacks"), filepath.Join(e.Work, "infra"), e.home, e.backend, tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -114,6 +115,10 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		"PULUMI_BACKEND_URL":       "file://" + e.backend,
 		"PULUMI_CONFIG_PASSPHRASE": Passphrase,
 		"PULUMI_SKIP_UPDATE_CHECK": "true",
+		// The kubernetes provider writes its kubeconfig to a new temporary file at every
+		// configure, for Helm, and never removes it (provider pkg/provider/provider.go,
+		// writeKubeconfigToFile): a user's /tmp keeps one per run; the workspace's goes with it.
+		"TMPDIR": tmp,
 		// Every plugin is on PATH; the engine must never try to download one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		record.EnvFile:        e.Record,

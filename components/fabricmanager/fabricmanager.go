@@ -54,7 +54,7 @@ const (
 
 // SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written. The
 // fabric-manager DaemonSet updates OnDelete, and the provider's await counts a DaemonSet ready
-// only when every pod runs the new template (provider/pkg/await/daemonset.go, v4.23.0: "OnDelete
+// only when every pod runs the new template (provider/pkg/await/daemonset.go, v4.25.0: "OnDelete
 // rollouts will wait until pods have been manually cleaned up unless the skipAwait annotation
 // is present"): without it every change would hold `pulumi up` for ten minutes and fail it.
 const SkipAwait = "pulumi.com/skipAwait"

@@ -84,7 +84,7 @@ func (s StackSpec) ExpiryLabels() map[string]string {
 // NodeClaim (its finalizer) until EC2 reports the instance terminated; the EC2NodeClass keeps
 // its own finalizer until its last NodeClaim is gone. A GPU instance with dozens of network
 // interfaces takes minutes to terminate, and a pool's nodes drain one budget at a time: the
-// pulumi-kubernetes default of 10 minutes (provider/pkg/await/await.go, v4.23.0) can expire
+// pulumi-kubernetes default of 10 minutes (provider/pkg/await/await.go, v4.25.0) can expire
 // mid-drain and fail the destroy with instances still running.
 const KarpenterPoolDeleteTimeout = "45m"
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,12 +31,15 @@ func (s *Server) StartJobController() error {
 }
 
 // StartAppControllers runs Kubernetes' own Deployment, ReplicaSet, Namespace and ServiceAccount
-// controllers (the same release, started as kube-controller-manager starts them; see build/kube):
-// a Deployment gets its pods for the scheduler to place, a deleted namespace is emptied and goes,
-// and every namespace gets its default service account.
+// controllers and its root CA publisher (the same release, started as kube-controller-manager
+// starts them; see build/kube): a Deployment gets its pods for the scheduler to place, a deleted
+// namespace is emptied and goes, every namespace gets its default service account and its
+// kube-root-ca.crt. Where no kubelet stand-in runs (start it first), they also finish pod
+// deletions.
 func (s *Server) StartAppControllers() error {
 	return s.runClient(ControlPlaneBuild, "kube-app-controllers", func(kubeconfig string) []string {
-		return []string{"kube-app-controllers", "--kubeconfig=" + kubeconfig}
+		return []string{"kube-app-controllers", "--kubeconfig=" + kubeconfig, "--root-ca-file=" + s.servingCA,
+			fmt.Sprintf("--finish-pod-deletions=%t", !s.kubeletStandIn)}
 	})
 }
 
@@ -59,13 +63,41 @@ func (s *Server) StartDaemonSetEndpointsControllers() error {
 	})
 }
 
-// StartKubeletStandIn runs the harness's stand-in of every node's kubelet (see build/kube): each
-// pod bound to a node is reported started, its containers running and ready, with a pod IP. No
-// container runs; what waits on readiness (the kubernetes provider's awaits) goes on as on EKS.
-func (s *Server) StartKubeletStandIn() error {
-	return s.runClient(ControlPlaneBuild, "kubelet-stand-in", func(kubeconfig string) []string {
-		return []string{"kubelet-stand-in", "--kubeconfig=" + kubeconfig}
-	})
+// RunImage is an image whose pods the kubelet stand-in runs, with a binary the harness built
+// (Build, the name of a binary of the build) placed at the image's entry point.
+type RunImage struct {
+	Image, Entrypoint, Build string
+}
+
+// StartKubeletStandIn runs the harness's stand-in of every node's kubelet (see build/kube): a
+// pod whose every image is one of images runs for real, in a network namespace and root
+// directory of its own, with its own command, volumes and service account; every other pod bound
+// to a node is reported started, its containers running and ready, with a pod IP, and nothing
+// runs. What waits on readiness (the kubernetes provider's awaits, the API server's calls to a
+// webhook) goes on as on EKS. Running pods needs root (network namespaces, chroot). Start it
+// before StartAppControllers: it finishes pod deletions once their containers stop.
+func (s *Server) StartKubeletStandIn(images ...RunImage) error {
+	args := []string{"kubelet-stand-in"}
+	if len(images) > 0 {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("the kubelet stand-in runs the operators' pods in network namespaces of their own, which needs root: run the tests as root (the CI machine does)")
+		}
+		args = append(args, "--api-server-host="+PodGateway, fmt.Sprintf("--api-server-port=%d", s.port), "--state-dir="+filepath.Join(s.dir, "pods"))
+		for _, im := range images {
+			bin, err := binary(im.Build)
+			if err != nil {
+				return err
+			}
+			args = append(args, "--run="+im.Image+"="+im.Entrypoint+"="+bin)
+		}
+	}
+	if err := s.runClient(ControlPlaneBuild, "kubelet-stand-in", func(kubeconfig string) []string {
+		return append(args, "--kubeconfig="+kubeconfig)
+	}); err != nil {
+		return err
+	}
+	s.kubeletStandIn = true
+	return nil
 }
 
 // mpiOperatorHealthPort is where the operator release serves /healthz, on every interface; it has
@@ -163,4 +195,22 @@ contexts: [{name: test, context: {cluster: test, user: admin}}]
 current-context: test
 `, s.URL, s.token)
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// PodLogs are the tails of the logs of the pods the kubelet stand-in ran (each container's,
+// kept after its pod went) and of the stand-in itself, for a test that failed.
+func (s *Server) PodLogs() string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(s.dir, "pods", "logs", "*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if len(data) > 2000 {
+			data = data[len(data)-2000:]
+		}
+		fmt.Fprintf(&b, "--- pod log %s:\n%s\n", strings.TrimSuffix(filepath.Base(f), ".log"), data)
+	}
+	if s.kubeletStandIn {
+		fmt.Fprintf(&b, "--- kubelet stand-in log:\n%s\n", s.logTail("kubelet-stand-in"))
+	}
+	return b.String()
 }

@@ -4,18 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // Token is the server's admin bearer token (group system:masters), for clients the harness
 // starts outside this package, such as the real-engine tests' kubernetes provider double.
 func (s *Server) Token() string { return s.token }
 
-// CertificateAuthority is the PEM bundle the server's self-signed serving certificate verifies
-// against (kube-apiserver writes its certificate and the CA that signed it to --cert-dir), the
-// certificate-authority-data a kubeconfig for this server carries.
+// CertificateAuthority is the PEM bundle the server's serving certificate verifies against (it
+// is its own CA: servingcerts.go), the certificate-authority-data a kubeconfig for this server
+// carries.
 func (s *Server) CertificateAuthority() ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, "certs", "apiserver.crt"))
+	b, err := os.ReadFile(s.servingCA)
 	if err != nil {
 		return nil, fmt.Errorf("the test API server's certificate: %w", err)
 	}

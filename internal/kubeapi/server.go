@@ -37,6 +37,12 @@ type Server struct {
 	mpiPortHeld bool
 	// webhookCert is the serving certificate and key (PEM) of the controllers' webhooks.
 	webhookCert [2][]byte
+	// port is the API server's port; servingCA the file of the CA its certificate is (pods
+	// trust it).
+	port      int
+	servingCA string
+	// kubeletStandIn: the kubelet stand-in runs, and finishes pod deletions.
+	kubeletStandIn bool
 
 	mu        sync.Mutex
 	resources map[string]apiResource // "group/version/Kind" → resource
@@ -104,10 +110,27 @@ func start(withCRDs bool) (*Server, error) {
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
+	certs, err := writeServerCerts(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.servingCA = certs.servingCert
+	s.port = ports[2]
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	if err := s.run("kube-apiserver", kubeBin, "kube-apiserver", "--etcd-servers="+etcdURL,
-		fmt.Sprintf("--secure-port=%d", ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--cert-dir="+filepath.Join(dir, "certs"), "--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		// Every address: the tests reach it on loopback, the pods the kubelet stand-in runs at
+		// their gateway (PodGateway), each from its own network namespace.
+		fmt.Sprintf("--secure-port=%d", ports[2]), "--bind-address=0.0.0.0", "--advertise-address=127.0.0.1",
+		"--tls-cert-file="+certs.servingCert, "--tls-private-key-file="+certs.servingKey,
+		// Admission webhooks, CRD conversion webhooks and aggregated APIs are called at a
+		// ready endpoint of their Service (its EndpointSlices), not at its cluster IP, which
+		// nothing here routes (cmd/kube-apiserver/app/server.go, the service resolver).
+		"--enable-aggregator-routing=true",
+		"--requestheader-client-ca-file="+certs.frontProxyCA, "--requestheader-allowed-names="+frontProxyClient,
+		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+certs.proxyClientCert, "--proxy-client-key-file="+certs.proxyClientKey,
+		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+keyFile,
 		"--service-account-signing-key-file="+keyFile, "--service-cluster-ip-range=10.96.0.0/16",
 		// EKS's API server allows privileged containers (node agents such as the VPC CNI need

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -24,9 +26,13 @@ import (
 // scheduler to place), Namespace (a deleted namespace's content and finalizer) and ServiceAccount
 // (each namespace's default account, which pods need), each started as kube-controller-manager
 // starts it (cmd/kube-controller-manager/app/apps.go and core.go) with its default concurrency,
-// without the rest of the controller manager; and the kubelet's last step of a pod deletion.
+// without the rest of the controller manager; and the kubelet's last step of a pod deletion, where
+// no kubelet stand-in runs (--finish-pod-deletions). With --root-ca-file, the root CA certificate
+// publisher too (certificates.go): every namespace's kube-root-ca.crt ConfigMap, which the
+// service account volume of every pod projects as ca.crt.
 func newAppControllersCommand() *cobra.Command {
-	return controllerCommand("kube-app-controllers", func(ctx context.Context, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
+	finishDeletions, rootCAFile := true, ""
+	cmd := controllerCommand("kube-app-controllers", func(ctx context.Context, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
 		// The namespace controller makes many discovery and delete calls; the controller
 		// manager raises its rate limits as here (startNamespaceController).
 		nsCfg := *cfg
@@ -52,7 +58,20 @@ func newAppControllersCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		finishPodDeletions(ctx, client, factory)
+		if finishDeletions {
+			finishPodDeletions(ctx, client, factory)
+		}
+		if rootCAFile != "" {
+			rootCA, err := os.ReadFile(rootCAFile)
+			if err != nil {
+				return err
+			}
+			publisher, err := rootcacertpublisher.NewPublisher(factory.Core().V1().ConfigMaps(), factory.Core().V1().Namespaces(), client, rootCA)
+			if err != nil {
+				return err
+			}
+			go publisher.Run(ctx, 1)
+		}
 		factory.Start(ctx.Done())
 		go dc.Run(ctx, 5)
 		go rc.Run(ctx, 5)
@@ -60,6 +79,9 @@ func newAppControllersCommand() *cobra.Command {
 		sc.Run(ctx, 1)
 		return nil
 	})
+	cmd.Flags().BoolVar(&finishDeletions, "finish-pod-deletions", true, "delete a pod marked for deletion for good (off where a kubelet stand-in does it)")
+	cmd.Flags().StringVar(&rootCAFile, "root-ca-file", "", "publish this CA certificate as every namespace's kube-root-ca.crt ConfigMap")
+	return cmd
 }
 
 // finishPodDeletions does the one thing of a kubelet the harness needs: once a pod bound to a

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -19,26 +20,48 @@ import (
 )
 
 // newKubeletStandInCommand plays, for the API server, the part of every node's kubelet that the
-// real-engine tests need: a pod bound to a node starts at once — phase Running, each init
-// container terminated with exit code 0, each container running, started and ready, a pod IP
-// (the node's address for a host-network pod) — as if its images were pulled and its probes
-// passed. It is a stand-in: no container runs. It lets what waits on readiness in a cluster (the
-// kubernetes provider's Deployment and DaemonSet awaits, the endpoints controller, a Service's
-// await on its endpoints) go on as it would on EKS. A pod being deleted is the app controllers'
-// (finishPodDeletions).
+// real-engine tests need. A pod whose images the harness builds (--run: the operators) runs for
+// real, with its own command, environment, volumes and service account, in a network namespace
+// of its own (podrunner.go). Any other pod bound to a node starts at once on paper — phase
+// Running, each init container terminated with exit code 0, each container running, started and
+// ready, a pod IP (the node's address for a host-network pod) — as if its images were pulled and
+// its probes passed: a stand-in, no container runs (the GPU nodes' agents, Karpenter, which needs
+// AWS). It lets what waits on readiness in a cluster (the kubernetes provider's Deployment and
+// DaemonSet awaits, the endpoints controllers, a Service's await on its endpoints) go on as it
+// would on EKS. A pod marked for deletion is stopped and then deleted for good (grace period 0),
+// as the kubelet's last step of a deletion.
 func newKubeletStandInCommand() *cobra.Command {
-	return controllerCommand("kubelet-stand-in", func(ctx context.Context, _ *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
+	var runFlags []string
+	var apiHost, apiPort, stateDir string
+	cmd := controllerCommand("kubelet-stand-in", func(ctx context.Context, _ *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
+		images, err := parseRunFlag(runFlags)
+		if err != nil {
+			return err
+		}
+		if len(images) > 0 && (apiHost == "" || apiPort == "" || stateDir == "") {
+			return fmt.Errorf("--run needs --api-server-host, --api-server-port and --state-dir")
+		}
+		r := &runner{client: client, images: images, apiHost: apiHost, apiPort: apiPort, dir: stateDir, pods: map[types.UID]*podRun{}}
+		defer r.stopAll()
 		pods := factory.Core().V1().Pods()
 		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		enqueue := func(obj any) {
 			pod, ok := obj.(*v1.Pod)
-			if ok && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodPending {
+			if ok && pod.Spec.NodeName != "" && (pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodPending) {
 				if key, err := cache.MetaNamespaceKeyFunc(pod); err == nil {
 					queue.Add(key)
 				}
 			}
 		}
-		pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }})
+		pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				if pod, ok := obj.(*v1.Pod); ok && r.running(pod.UID) {
+					go r.stop(pod.UID)
+				}
+			}})
 		nodes := factory.Core().V1().Nodes()
 		nodes.Informer() // registered before the factory starts
 		factory.Start(ctx.Done())
@@ -56,12 +79,23 @@ func newKubeletStandInCommand() *cobra.Command {
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				ns, name, _ := cache.SplitMetaNamespaceKey(key)
 				pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-				if err != nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || pod.Status.Phase != v1.PodPending {
-					return nil // gone, or not this stand-in's to start
+				if err != nil || pod.Spec.NodeName == "" {
+					return nil // gone, or not a node's yet
+				}
+				if pod.DeletionTimestamp != nil {
+					go finishDeletion(ctx, client, r, pod)
+					return nil
+				}
+				if pod.Status.Phase != v1.PodPending {
+					return nil
 				}
 				node, err := nodes.Lister().Get(pod.Spec.NodeName)
 				if err != nil {
 					return err
+				}
+				if r.runs(pod) {
+					r.ensure(ctx, pod, node)
+					return nil
 				}
 				start(pod, node, ips)
 				_, err = client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
@@ -76,6 +110,20 @@ func newKubeletStandInCommand() *cobra.Command {
 			queue.Done(key)
 		}
 	})
+	cmd.Flags().StringArrayVar(&runFlags, "run", nil, "image=/entrypoint=binary: run the pods of this image with this binary (repeatable)")
+	cmd.Flags().StringVar(&apiHost, "api-server-host", "", "the API server's address as the pods reach it (KUBERNETES_SERVICE_HOST)")
+	cmd.Flags().StringVar(&apiPort, "api-server-port", "", "the API server's port (KUBERNETES_SERVICE_PORT)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where the pods' root directories and logs are")
+	return cmd
+}
+
+// finishDeletion is the kubelet's part of a pod's deletion: its containers stop, then the pod is
+// deleted for good (grace period 0). A pod that runs nothing goes at once.
+func finishDeletion(ctx context.Context, client kubernetes.Interface, r *runner, pod *v1.Pod) {
+	r.stop(pod.UID)
+	zero := int64(0)
+	_ = client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 }
 
 // podIPs hands out pod addresses, one range per node (10.244.<node>.0/24 by order of first use,

@@ -34,9 +34,10 @@ func main() {
 		// the kubelet stand-in that starts every bound pod.
 		"kube-daemonset-endpoints-controllers": newDaemonSetEndpointsControllersCommand,
 		"kubelet-stand-in":                     newKubeletStandInCommand,
+		"pod-sandbox":                          newPodSandboxCommand,
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-job-controller|kube-app-controllers|kube-garbage-collector|kube-daemonset-endpoints-controllers|kubelet-stand-in [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-scheduler|kube-job-controller|kube-app-controllers|kube-garbage-collector|kube-daemonset-endpoints-controllers|kubelet-stand-in|pod-sandbox [flags]")
 		os.Exit(2)
 	}
 	cmd := commands[os.Args[1]]()

@@ -35,7 +35,13 @@ func Published() (*registry.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	subcharts, err := subcharts(trainerChart, map[string]string{"jobset": kubeapi.JobSetModule, "lws": kubeapi.LWSModule})
+	subcharts, err := subcharts(trainerChart, map[string]subchart{
+		// JobSet's release stamps its image and appVersion into the chart it publishes
+		// (hack/helm-chart-package.sh:48,50 at v0.12.0); the Trainer's package carries that chart.
+		"jobset": {kubeapi.JobSetModule, map[string]any{"image.repository": jobSetImage,
+			"image.tag": kubeapi.JobSetVersion, "image.pullPolicy": "IfNotPresent"}, kubeapi.JobSetVersion},
+		// Off in gpucluster's values: unstamped.
+		"lws": {module: kubeapi.LWSModule}})
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +65,17 @@ func Published() (*registry.Server, error) {
 		// pkg/apis/crds, which the module zip leaves out.
 		karpenter.ChartRef: {Dir: karpenterChart, Version: karpenter.ChartVersion, AppVersion: karpenter.ChartVersion, CRDs: karpenterCRDs,
 			Values: map[string]any{"controller.image.tag": karpenter.ChartVersion, "controller.image.digest": ""}},
-		trainer.ChartRef:   {Dir: trainerChart, Version: trainer.ChartVersion, Dependencies: subcharts},
-		kueue.ChartRef:     {Dir: kueueChart, Version: kueue.ChartVersion},
+		trainer.ChartRef: {Dir: trainerChart, Version: trainer.ChartVersion, Dependencies: subcharts},
+		// Kueue's release stamps the promoted image into the chart it publishes
+		// (hack/helm-chart-package.sh:75,78,79 at v0.19.2); the tree at the tag carries the
+		// staging image of the release branch.
+		kueue.ChartRef: {Dir: kueueChart, Version: kueue.ChartVersion, Values: map[string]any{
+			"controllerManager.manager.image.repository": kueueImage, "controllerManager.manager.image.tag": kubeapi.KueueVersion,
+			"controllerManager.manager.image.pullPolicy": "IfNotPresent",
+			"kueueViz.backend.image.repository":          "registry.k8s.io/kueue/kueueviz-backend", "kueueViz.backend.image.tag": kubeapi.KueueVersion,
+			"kueueViz.backend.image.pullPolicy":  "IfNotPresent",
+			"kueueViz.frontend.image.repository": "registry.k8s.io/kueue/kueueviz-frontend", "kueueViz.frontend.image.tag": kubeapi.KueueVersion,
+			"kueueViz.frontend.image.pullPolicy": "IfNotPresent"}},
 		dradriver.ChartRef: {Dir: draChart, Version: dradriver.ChartVersion},
 	}
 	s, err := registry.New()
@@ -84,10 +99,18 @@ func Published() (*registry.Server, error) {
 	return s, nil
 }
 
+// subchart is where a dependency's chart comes from: its module, and what its release stamps
+// into the chart it publishes (values and appVersion).
+type subchart struct {
+	module     string
+	values     map[string]any
+	appVersion string
+}
+
 // subcharts are the charts a chart's Chart.yaml depends on, as `helm dependency build` fetches
 // them into its package: each from the module of the same release (modules names each
-// dependency's module), which must be the version Chart.yaml asks for.
-func subcharts(chartDir string, modules map[string]string) ([]registry.Chart, error) {
+// dependency's), which must be the version Chart.yaml asks for, stamped as its release publishes it.
+func subcharts(chartDir string, modules map[string]subchart) ([]registry.Chart, error) {
 	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		return nil, err
@@ -100,18 +123,41 @@ func subcharts(chartDir string, modules map[string]string) ([]registry.Chart, er
 	}
 	var deps []registry.Chart
 	for _, d := range chart.Dependencies {
-		module, ok := modules[d.Name]
+		sub, ok := modules[d.Name]
 		if !ok {
 			return nil, fmt.Errorf("%s/Chart.yaml depends on chart %s, which no module here provides", chartDir, d.Name)
 		}
-		dir, err := kubeapi.ModuleDir(module)
+		dir, err := kubeapi.ModuleDir(sub.module)
 		if err != nil {
 			return nil, err
 		}
 		if !strings.HasSuffix(dir, "@v"+d.Version) {
 			return nil, fmt.Errorf("%s/Chart.yaml depends on %s %s; the module cache holds %s", chartDir, d.Name, d.Version, filepath.Base(dir))
 		}
-		deps = append(deps, registry.Chart{Dir: filepath.Join(dir, "charts", d.Name), Version: d.Version})
+		deps = append(deps, registry.Chart{Dir: filepath.Join(dir, "charts", d.Name), Version: d.Version, AppVersion: sub.appVersion, Values: sub.values})
 	}
 	return deps, nil
+}
+
+// The images of the operators' pods as the published charts render them with gpucluster's
+// values, and as components/mpioperator names its own: the kubelet stand-in runs their pods with
+// the binaries the harness built from the same releases, at each image's entry point (the
+// releases' Dockerfiles: ENTRYPOINT ["/manager"] for Kueue, Kubeflow Trainer and JobSet,
+// ["/opt/mpi-operator"] for the MPI operator).
+const (
+	kueueImage  = "registry.k8s.io/kueue/kueue"
+	jobSetImage = "registry.k8s.io/jobset/jobset"
+	// trainerImage is what the chart's trainer.image helper renders at its defaults
+	// (templates/_helpers.tpl: registry/repository:v<chart version>); its release stamps nothing.
+	trainerImage = "ghcr.io/kubeflow/trainer/trainer-controller-manager"
+)
+
+// OperatorImages are the images whose pods run for real in the tier.
+func OperatorImages() []kubeapi.RunImage {
+	return []kubeapi.RunImage{
+		{Image: kueueImage + ":" + kubeapi.KueueVersion, Entrypoint: "/manager", Build: kubeapi.KueueBuild},
+		{Image: trainerImage + ":" + kubeapi.TrainerVersion, Entrypoint: "/manager", Build: kubeapi.TrainerBuild},
+		{Image: jobSetImage + ":" + kubeapi.JobSetVersion, Entrypoint: "/manager", Build: kubeapi.JobSetBuild},
+		{Image: mpioperator.Image, Entrypoint: "/opt/mpi-operator", Build: kubeapi.MPIOperatorBuild},
+	}
 }

@@ -58,7 +58,13 @@ func StartCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	// What the kubernetes provider's awaits wait for: pods that start (the kubelet stand-in),
 	// DaemonSet rollouts and Service endpoints, and the garbage collector its foreground
 	// deletes wait on.
-	for _, start := range []func() error{s.StartAppControllers, s.StartDaemonSetEndpointsControllers, s.StartKubeletStandIn, s.StartGarbageCollector} {
+	// The operators' pods run for real (Kueue, Kubeflow Trainer, JobSet, the MPI operator):
+	// their webhooks refuse what they refuse on EKS, and their finalizers go only when they
+	// remove them. The kubelet stand-in starts first: it finishes pod deletions.
+	if err := s.StartKubeletStandIn(realengine.OperatorImages()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []func() error{s.StartAppControllers, s.StartDaemonSetEndpointsControllers, s.StartGarbageCollector} {
 		if err := start(); err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +93,8 @@ type Deployment struct {
 	Env   *realengine.Env
 	Stack auto.Stack
 	Log   bytes.Buffer
+	// server is the cluster's API server.
+	server *kubeapi.Server
 }
 
 func Deploy(t *testing.T, name string) *Deployment { return deployWith(t, name, deployOptions{}) }
@@ -106,6 +114,7 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	}
 	d := &Deployment{t: t, name: name, spec: spec}
 	server := StartCluster(t, spec)
+	d.server = server
 	if d.Env, err = realengine.NewEnv(t.TempDir(), ProjectDir, NeedTools(t), server); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +147,7 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 
 func (d *Deployment) Fail(what string, err error) {
 	d.t.Helper()
-	d.t.Fatalf("%s: %s: %v\n--- engine output (last lines) ---\n%s", d.name, what, err, Tail(d.Log.String(), 80))
+	d.t.Fatalf("%s: %s: %v\n--- engine output (last lines) ---\n%s\n%s", d.name, what, err, Tail(d.Log.String(), 80), d.server.PodLogs())
 }
 
 func (d *Deployment) Calls() []record.Call {

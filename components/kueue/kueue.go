@@ -1,7 +1,7 @@
 // Package kueue installs Kueue, which admits the benchmark and training jobs whole or not at
 // all: the release's Helm chart at a pinned version, its controller on the system nodes, with
-// the release's own configuration (its integrations include kubeflow.org/mpijob and
-// trainer.kubeflow.org/trainjob); and each pool's queue (topology.JobQueue): a ResourceFlavor of
+// the release's own configuration narrowed to gpucluster's jobs (ManagerConfig: the MPIJob and
+// TrainJob integrations, the jobs' namespace); and each pool's queue (topology.JobQueue): a ResourceFlavor of
 // the pool's nodes, a ClusterQueue whose quota is what those nodes offer, a LocalQueue in the
 // jobs' namespace, and, where the pool's nodes carry EC2's network topology, the Topology its
 // jobs are packed by.
@@ -51,6 +51,7 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	chart, err := k8sargs.ReleaseChart(ctx, name, Namespace, ChartRef, ChartVersion, pulumi.Map{
 		// The controller on the system nodes: never on a GPU node a job holds.
 		"controllerManager": pulumi.Map{"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}},
+		"managerConfig":     pulumi.Map{"controllerManagerConfigYaml": pulumi.String(ManagerConfig())},
 	}, args, child...)
 	if err != nil {
 		return nil, err

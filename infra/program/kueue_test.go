@@ -47,10 +47,20 @@ func TestKueue(t *testing.T) {
 	if _, ok := values.ControllerManager["nodeSelector"]; chart.Version != kueue.ChartVersion || !ok {
 		t.Errorf("the release's chart is %s (controllerManager.nodeSelector: %v); gpucluster pins %s", chart.Version, ok, kueue.ChartVersion)
 	}
-	for _, f := range []string{"kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"} {
+	// The jobs gpucluster renders are MPIJobs and TrainJobs (components/benchjobs); Kueue's names
+	// for their integrations, written out here, must be ones the release knows.
+	if want := []string{"kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"}; !slices.Equal(kueue.Frameworks, want) {
+		t.Errorf("Kueue integrates %v; gpucluster's jobs are %v", kueue.Frameworks, want)
+	}
+	for _, f := range kueue.Frameworks {
 		if !slices.Contains(config.Integrations.Frameworks, f) {
-			t.Errorf("the chart's configuration does not integrate %s: %v", f, config.Integrations.Frameworks)
+			t.Errorf("the release's configuration has no integration %s: %v", f, config.Integrations.Frameworks)
 		}
+	}
+	checkKueueManagerConfig(t, values.ManagerConfig.ControllerManagerConfigYaml)
+	wantValues := map[string]any{
+		"controllerManager": map[string]any{"nodeSelector": map[string]any{topology.LabelPool: topology.SystemPool}},
+		"managerConfig":     map[string]any{"controllerManagerConfigYaml": kueue.ManagerConfig()},
 	}
 	for _, file := range stackFiles(t) {
 		ev := evaluate(t, file)
@@ -59,8 +69,7 @@ func TestKueue(t *testing.T) {
 		for _, c := range ev.ofType("kubernetes:helm.sh/v4:Chart") {
 			if c.Input("chart") == kueue.ChartRef {
 				charts = append(charts, c)
-				if c.Input("version") != kueue.ChartVersion || !reflect.DeepEqual(c.Input("values"),
-					map[string]any{"controllerManager": map[string]any{"nodeSelector": map[string]any{topology.LabelPool: topology.SystemPool}}}) {
+				if c.Input("version") != kueue.ChartVersion || !reflect.DeepEqual(c.Input("values"), wantValues) {
 					t.Errorf("%s: Kueue chart %v %v", stack, c.Input("version"), c.Input("values"))
 				}
 			}
@@ -101,6 +110,32 @@ func TestKueue(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: queue objects %v, want %v", stack, got, want)
 		}
+	}
+}
+
+// checkKueueManagerConfig: gpucluster's Kueue configuration is the release's (its chart's
+// values.yaml, read from the module cache) but for the integrations and the namespace selector,
+// which selects the jobs' namespace and nothing else (written out here: the chart gives every
+// job and pod webhook this selector, and each of those refuses what it covers while Kueue does
+// not serve).
+func checkKueueManagerConfig(t *testing.T, release string) {
+	t.Helper()
+	var ours, theirs map[string]any
+	if err := yaml.Unmarshal([]byte(kueue.ManagerConfig()), &ours); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(release), &theirs); err != nil {
+		t.Fatal(err)
+	}
+	wantSelector := map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "default"}}
+	if !reflect.DeepEqual(ours["managedJobsNamespaceSelector"], wantSelector) || topology.BenchmarkNamespace != "default" {
+		t.Errorf("managedJobsNamespaceSelector %v, want %v", ours["managedJobsNamespaceSelector"], wantSelector)
+	}
+	delete(ours, "managedJobsNamespaceSelector")
+	delete(ours, "integrations")
+	delete(theirs, "integrations")
+	if !reflect.DeepEqual(ours, theirs) {
+		t.Errorf("Kueue's configuration differs from the release's beyond its integrations and namespace selector:\n ours   %v\n theirs %v", ours, theirs)
 	}
 }
 

@@ -22,14 +22,28 @@ type OperatorArgs struct {
 
 // ReleaseChart installs an operator release's Helm chart into a namespace of its own, which it
 // creates first: a chart does not create its namespace (helm install --create-namespace does, a
-// Chart resource does not). The chart follows what the controllers need (args.Needs).
+// Chart resource does not). The chart follows what the controllers need (args.Needs) and leaves
+// to its controllers the Secrets they fill (ControllerFilledSecrets).
+//
+// Namespace and chart go with the cluster (every child of the chart inherits DeletedWith from it:
+// the engine's inheritFromParent), as the custom resources gpucluster makes of its CRDs do.
+// Deleting a CRD deletes its objects, and an object with a finalizer — Kueue's resource-in-use on
+// a ClusterQueue, a ResourceFlavor, a Topology — goes only when its controller removes it: on
+// `pulumi destroy` the controller's Deployment would be deleted beside the CRDs, the CRDs would
+// stay Terminating and every delete would wait out its timeout. Nothing outside the cluster
+// depends on an operator. With the cluster staying (an `up` that turns the operators off), the
+// objects are deleted first, while their controller runs: they depend on the chart.
 func ReleaseChart(ctx *pulumi.Context, name, namespace, ref, version string, values pulumi.Map, args OperatorArgs,
 	opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
+	if args.Cluster != nil {
+		opts = append(opts, pulumi.DeletedWith(args.Cluster))
+	}
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: Metadata(namespace, "", args.Labels)}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
 		Chart: pulumi.String(ref), Version: pulumi.String(version), Namespace: pulumi.String(namespace), Values: values,
-	}, append(opts, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)))...)
+	}, append(opts, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)),
+		pulumi.Transforms([]pulumi.ResourceTransform{ControllerFilledSecrets}))...)
 }

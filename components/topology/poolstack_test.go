@@ -51,3 +51,14 @@ func TestUltraServerCapacityIsACapacityBlock(t *testing.T) {
 		checkRefusal(t, "a GB200 pool on "+capacity+" capacity", stack, "set capacity: capacity-block", refused)
 	}
 }
+
+// TestEveryPoolIsCheckedUnderTheStacksOwnImage: a stack's own training image excuses its pools
+// from the default image's checks, not from the rest: a GB200 pool after another pool is still
+// refused on a Kubernetes version EKS does not run UltraServers on.
+func TestEveryPoolIsCheckedUnderTheStacksOwnImage(t *testing.T) {
+	stack := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"1.32\"\n" +
+		"  gpucluster:trainingImage: example.com/train:1\n" +
+		"  gpucluster:pools:\n    - {name: gpu, profile: p5-efa}\n" +
+		"    - {name: nvl, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0}\n"
+	checkRefusal(t, "a GB200 pool after a p5 pool, the stack's own image, Kubernetes 1.32", stack, "pool nvl (p6e-gb200.36xlarge) needs Kubernetes 1.33 or newer", true)
+}

@@ -54,7 +54,14 @@ func TestDRADriver(t *testing.T) {
 	for _, file := range stackFiles(t) {
 		ev := evaluate(t, file)
 		stack := filepath.Base(file)
-		pools := dradriver.Pools(ev.spec.Pools)
+		// The UltraServer pools, by their instance type (the catalog's NVLink domain), not by
+		// the component's own choice of pools.
+		var pools []topology.PoolSpec
+		for _, p := range ev.spec.Pools {
+			if p.Instance.MultiNodeNVLink() {
+				pools = append(pools, p)
+			}
+		}
 		var charts []offline.Resource
 		for _, c := range ev.ofType("kubernetes:helm.sh/v4:Chart") {
 			if c.Input("chart") != dradriver.ChartRef {

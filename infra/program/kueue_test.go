@@ -131,6 +131,11 @@ func checkKueueManagerConfig(t *testing.T, release string) {
 	if !reflect.DeepEqual(ours["managedJobsNamespaceSelector"], wantSelector) || topology.BenchmarkNamespace != "default" {
 		t.Errorf("managedJobsNamespaceSelector %v, want %v", ours["managedJobsNamespaceSelector"], wantSelector)
 	}
+	// Its integrations are gpucluster's two job kinds alone (Frameworks' comment says why).
+	wantIntegrations := map[string]any{"frameworks": []any{"kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"}}
+	if !reflect.DeepEqual(ours["integrations"], wantIntegrations) {
+		t.Errorf("integrations %v, want %v", ours["integrations"], wantIntegrations)
+	}
 	delete(ours, "managedJobsNamespaceSelector")
 	delete(ours, "integrations")
 	delete(theirs, "integrations")
@@ -170,5 +175,31 @@ func TestKueueQuotaOfTheP5Stack(t *testing.T) {
 	wantSystem := map[string]string{"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "0", "vpc.amazonaws.com/efa": "0"}
 	if q := flavors["system"]; !reflect.DeepEqual(q, wantSystem) {
 		t.Errorf("the system flavor's quota %v; want %v (one MPI launcher, no GPU or EFA)", q, wantSystem)
+	}
+	// A job that does not fit must not hold up a later one that does (StrictFIFO would), and
+	// the one LocalQueue, in the jobs' namespace, may use the queue.
+	if spec["queueingStrategy"] != "BestEffortFIFO" || !reflect.DeepEqual(spec["namespaceSelector"], map[string]any{}) {
+		t.Errorf("ClusterQueue strategy %v, namespace selector %v; want BestEffortFIFO and every namespace", spec["queueingStrategy"], spec["namespaceSelector"])
+	}
+	// The pool's flavor admits a job to nodes that carry the pool's label and its GPU taint
+	// (components/topology: every GPU node is tainted nvidia.com/gpu=true:NoSchedule), so that
+	// Kueue counts only the pods that tolerate it.
+	wantFlavor := map[string]any{
+		"nodeLabels": map[string]any{"gpucluster.io/pool": "gpu"},
+		"nodeTaints": []any{map[string]any{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}},
+	}
+	for _, f := range ev.ofType("kubernetes:" + topology.KueueAPIVersion + ":ResourceFlavor") {
+		if f.Input("metadata").(map[string]any)["name"] != "gpu" {
+			continue
+		}
+		got := map[string]any{}
+		for k, v := range f.Input("spec").(map[string]any) {
+			if k != "topologyName" { // the network Topology's, checked in TestKueue
+				got[k] = v
+			}
+		}
+		if !reflect.DeepEqual(got, wantFlavor) {
+			t.Errorf("the pool's ResourceFlavor %v, want %v", got, wantFlavor)
+		}
 	}
 }

@@ -103,6 +103,24 @@ func TestNodesOfPodPerGPU(t *testing.T) {
 	if r := NewResult("x", table, profilePool(t, "p4d-efa"), "", nil); r.Nodes != 4 {
 		t.Errorf("p4d pod-per-node, 4 pods: %d nodes, want 4", r.Nodes)
 	}
+	// The profile runs four pods a node (one per EFA): six pods fill one p4d and half of another.
+	six := Table{Hosts: []string{"w-0", "w-1", "w-2", "w-3", "w-4", "w-5"}}
+	if r := NewResult("x", six, profilePool(t, "p4d-pod-per-gpu"), "", nil); r.Nodes != 2 {
+		t.Errorf("p4d pod-per-GPU, 6 pods: %d nodes, want 2", r.Nodes)
+	}
+}
+
+// TestHostsNamedByTheTableOutrankNCCL: the doctor's node count is that of the log's first
+// communicator, which may be a split inside one node (nNodes 1); the hosts the table names
+// are the run's own.
+func TestHostsNamedByTheTableOutrankNCCL(t *testing.T) {
+	d := &doctor.Report{Communicators: []doctor.CommReport{{Nodes: 1}}}
+	if r := NewResult("x", Table{Hosts: []string{"w-0", "w-1"}}, profilePool(t, "p5-efa"), "", d); r.Nodes != 2 {
+		t.Errorf("a table naming 2 hosts, NCCL's first communicator on 1 node: %d nodes, want 2", r.Nodes)
+	}
+	if r := NewResult("x", Table{}, profilePool(t, "p5-efa"), "", d); r.Nodes != 1 {
+		t.Errorf("a table naming no host, NCCL's communicator on 1 node: %d nodes, want 1", r.Nodes)
+	}
 }
 
 // TestGivenNodesOnlyFillTheUnknown: --nodes is for a log that names no hosts; where the table

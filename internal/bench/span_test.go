@@ -59,15 +59,19 @@ func TestReadSpanCountsNodesNotPods(t *testing.T) {
 	}
 }
 
+// TestReadSpanRefuses: each refusal says what is wrong with the input and how to mend it.
 func TestReadSpanRefuses(t *testing.T) {
-	for name, in := range map[string]map[string]io.Reader{
-		"no pods":      {"nodes.json": strings.NewReader(`{"kind":"List","items":[{"kind":"Node","metadata":{"name":"a"}}]}`)},
-		"unknown node": {"pods.json": strings.NewReader(`{"kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"gone"}}`)},
-		"unbound pod":  {"pods.json": strings.NewReader(`{"kind":"Pod","metadata":{"name":"p"},"spec":{}}`)},
-		"not JSON":     {"log.txt": strings.NewReader("# nThread 1 nGpus 1")},
+	for name, tc := range map[string]struct {
+		in   map[string]io.Reader
+		want string
+	}{
+		"no pods":      {map[string]io.Reader{"nodes.json": strings.NewReader(`{"kind":"List","items":[{"kind":"Node","metadata":{"name":"a"}}]}`)}, "no pod: give the job's pods"},
+		"unknown node": {map[string]io.Reader{"pods.json": strings.NewReader(`{"kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"gone"}}`)}, "ran on node gone, which the input does not hold: add kubectl get nodes"},
+		"unbound pod":  {map[string]io.Reader{"pods.json": strings.NewReader(`{"kind":"Pod","metadata":{"name":"p"},"spec":{}}`)}, "pod p is on no node: it never ran"},
+		"not JSON":     {map[string]io.Reader{"log.txt": strings.NewReader("# nThread 1 nGpus 1")}, "log.txt: not kubectl's JSON"},
 	} {
-		if s, err := ReadSpan(in); err == nil {
-			t.Errorf("%s: %+v, want an error", name, s)
+		if s, err := ReadSpan(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %+v, %v; want an error saying %q", name, s, err, tc.want)
 		}
 	}
 	// Nodes without network-node labels (a type EC2 reports no topology for): no layers.

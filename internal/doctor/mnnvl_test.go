@@ -75,3 +75,71 @@ func TestFabricStateZeroIsNotAFault(t *testing.T) {
 		}
 	}
 }
+
+// TestMNNVLFindingsNeedEveryCommunicatorOrDevice: multi-node NVLink and NVLS are judged by the
+// job, not by one line. A split communicator inside one node reports MNNVL 0 as NCCL sets it only
+// for communicators across nodes of one clique (src/init.cc), so it does not make the job's
+// MNNVL "off"; a device without NVLS beside devices with it does not make NVLS unavailable; and a
+// GPU outside any NVLink clique (cliqueId 0x0, as H100s print it in NVIDIA/nccl#1584) is no clique.
+func TestMNNVLFindingsNeedEveryCommunicatorOrDevice(t *testing.T) {
+	healthy, err := os.ReadFile("testdata/gb200-mnnvl.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := profile(t, "gb200-nvl72")
+	read := func(log string) *Report {
+		t.Helper()
+		l, err := Parse(strings.NewReader(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Diagnose(l, nil, pool, "profile gb200-nvl72")
+	}
+	const worldComm = "comm 0xaa0000 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 1\n"
+	const split = "nvl-nccl-allreduce-worker-0:4100:4140 [0] NCCL INFO comm 0xbb0000 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n"
+	if !strings.Contains(string(healthy), worldComm) {
+		t.Fatalf("the fixture has no %q", worldComm)
+	}
+	r := read(strings.Replace(string(healthy), worldComm, worldComm+split, 1))
+	if r.MNNVL == nil || r.MNNVL.Off != 1 || strings.Contains(codes(r), "mnnvl-off") {
+		t.Errorf("one single-node communicator without MNNVL beside 8 with it: MNNVL %+v, findings %s", r.MNNVL, codes(r))
+	}
+
+	const dev0 = "NVLS multicast support is available on dev 0"
+	const dev0Off = "NVLS multicast support is not available on dev 0"
+	r = read(strings.Replace(string(healthy), dev0, dev0Off, 1))
+	if r.MNNVL == nil || r.MNNVL.NVLSUnavailable != 1 || strings.Contains(codes(r), "nvls-unavailable") {
+		t.Errorf("one device without NVLS beside 7 with it: MNNVL %+v, findings %s", r.MNNVL, codes(r))
+	}
+	r = read(strings.ReplaceAll(string(healthy), "is available on dev", "is not available on dev"))
+	if !strings.Contains(codes(r), "nvls-unavailable") {
+		t.Errorf("no device with NVLS: findings %s", codes(r))
+	}
+
+	noClique := strings.NewReplacer("cliqueId 0x7ffe state", "cliqueId 0x0 state", " MNNVL 1\n", " MNNVL 0\n").Replace(string(healthy))
+	r = read(noClique)
+	if r.MNNVL == nil || len(r.MNNVL.Cliques) != 0 || !strings.Contains(evidence(r, "mnnvl-off"), "cliques seen: none") {
+		t.Errorf("GPUs in no clique (0x0): cliques %v, mnnvl-off evidence %q", r.MNNVL, evidence(r, "mnnvl-off"))
+	}
+
+	// Every rank warns; the evidence is the first rank's line, as for every finding (parse.go).
+	broken, err := os.ReadFile("testdata/gb200-no-imex-channel.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Index(string(broken), "available but not working") + 1
+	later := string(broken[:first]) + strings.ReplaceAll(string(broken[first:]), "available but not working", "available but not supported")
+	if got := evidence(read(later), "mnnvl-not-working"); !strings.Contains(got, "but not working") {
+		t.Errorf("mnnvl-not-working quotes %q, want the first rank's warning", got)
+	}
+}
+
+// evidence is the evidence of the report's finding with code, "" when it has none.
+func evidence(r *Report, code string) string {
+	for _, f := range r.Findings {
+		if f.Code == code {
+			return f.Evidence
+		}
+	}
+	return ""
+}

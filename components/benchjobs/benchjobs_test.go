@@ -1,0 +1,78 @@
+package benchjobs
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// TestP5AllReduceIsShapedToSchedule holds the p5-efa stack's all-reduce MPIJob to what placing it
+// needs, written out here: two workers, each taking a whole p5.48xlarge (8 GPUs and 32 EFA
+// devices: EC2 user guide, "Accelerated computing instances" and "Maximize network bandwidth on
+// accelerated instances": 32 network cards, one EFA each) on the pool's nodes, tolerating their
+// GPU taint, in the pool's Kueue queue and packed under one layer-3 network node; the launcher on
+// a system node with no GPU; mpirun starting one rank per GPU. A wrong figure here leaves the
+// job unscheduled, which infra/program's scheduling test only finds by waiting.
+func TestP5AllReduceIsShapedToSchedule(t *testing.T) {
+	stack, err := topology.LoadStack("../../stacks/Pulumi.p5-efa.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(stack, stack.Pools[0])
+	if err != nil || len(objs) == 0 {
+		t.Fatalf("objects %v, %v", objs, err)
+	}
+	job := objs[0]
+	at := func(path ...string) any {
+		var v any = job
+		for _, k := range path {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		return v
+	}
+	if job["kind"] != "MPIJob" || at("metadata", "labels", "kueue.x-k8s.io/queue-name") != "gpu" {
+		t.Errorf("%v %v is not in the pool's queue", job["kind"], at("metadata"))
+	}
+	worker := []string{"spec", "mpiReplicaSpecs", "Worker"}
+	if n := at(append(worker, "replicas")...); n != float64(2) {
+		t.Errorf("%v workers, want 2 (the stack's two nodes)", n)
+	}
+	podSpec := append(worker, "template", "spec")
+	limits := at(podSpec...).(map[string]any)["containers"].([]any)[0].(map[string]any)["resources"].(map[string]any)["limits"].(map[string]any)
+	if limits["nvidia.com/gpu"] != "8" || limits["vpc.amazonaws.com/efa"] != "32" {
+		t.Errorf("a worker takes %v GPUs and %v EFA devices, want a whole p5.48xlarge: 8 and 32", limits["nvidia.com/gpu"], limits["vpc.amazonaws.com/efa"])
+	}
+	if sel := at(append(podSpec, "nodeSelector")...); !reflect.DeepEqual(sel, map[string]any{"gpucluster.io/pool": "gpu"}) {
+		t.Errorf("workers select %v, want the pool's nodes", sel)
+	}
+	wantTolerations := []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}}
+	if tol := at(append(podSpec, "tolerations")...); !reflect.DeepEqual(tol, wantTolerations) {
+		t.Errorf("workers tolerate %v, want the GPU taint %v", tol, wantTolerations)
+	}
+	if a := at(append(worker, "template", "metadata", "annotations")...); !reflect.DeepEqual(a, map[string]any{
+		"kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"}) {
+		t.Errorf("worker annotations %v, want the job packed under one layer-3 network node", a)
+	}
+	launcher := []string{"spec", "mpiReplicaSpecs", "Launcher", "template", "spec"}
+	if sel := at(append(launcher, "nodeSelector")...); !reflect.DeepEqual(sel, map[string]any{"gpucluster.io/pool": "system"}) {
+		t.Errorf("the launcher selects %v, want a system node", sel)
+	}
+	c := at(launcher...).(map[string]any)["containers"].([]any)[0].(map[string]any)
+	if r := c["resources"]; !reflect.DeepEqual(r, map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "1Gi"}, "limits": map[string]any{"memory": "1Gi"}}) {
+		t.Errorf("the launcher asks for %v, want 500m CPU and 1Gi (the system flavor's quota) and no GPU", r)
+	}
+	if cmd := strings.Join(toStrings(c["command"]), " "); !strings.Contains(cmd, "-np 16 -N 8 ") || at("spec", "slotsPerWorker") != float64(8) {
+		t.Errorf("mpirun %q with %v slots per worker, want 16 ranks, 8 a node", cmd, at("spec", "slotsPerWorker"))
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}

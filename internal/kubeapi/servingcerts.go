@@ -14,7 +14,9 @@ import (
 )
 
 // PodGateway is where the pods the kubelet stand-in runs reach the API server: the host end of
-// every pod's veth pair (build/kube podsandbox.go), their KUBERNETES_SERVICE_HOST.
+// every pod's veth pair and the pods' default route (build/kube podsandbox.go takes it from
+// --api-server-host), their KUBERNETES_SERVICE_HOST. Calico gives pods 169.254.1.1 as their
+// gateway the same way.
 const PodGateway = "169.254.1.1"
 
 // serverCerts are the files of the API server's certificates, made for one server: its serving
@@ -84,18 +86,29 @@ const kubernetesServiceIP = "10.96.0.1"
 const frontProxyClient = "front-proxy-client"
 
 func selfSigned(tpl *x509.Certificate, certFile, keyFile string) error {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	cert, key, err := selfSignedPEM(tpl)
 	if err != nil {
 		return err
 	}
-	der, err := create(tpl, tpl, &key.PublicKey, key)
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, key, 0o600)
+}
+
+// selfSignedPEM makes a 2048-bit RSA key and a certificate of tpl signed by it, valid from an
+// hour ago for a year, both PEM-encoded; the key in PKCS #1, the one form Kueue's certificate
+// rotator parses a CA key in.
+func selfSignedPEM(tpl *x509.Certificate) (cert, key []byte, err error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
-		return err
+	der, err := create(tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		return nil, nil, err
 	}
-	return writePEM(keyFile, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
+	return pemBlock("CERTIFICATE", der), pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(k)), nil
 }
 
 func create(tpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.PrivateKey) ([]byte, error) {
@@ -109,5 +122,9 @@ func create(tpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.Priva
 }
 
 func writePEM(file, typ string, der []byte) error {
-	return os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+	return os.WriteFile(file, pemBlock(typ, der), 0o600)
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }

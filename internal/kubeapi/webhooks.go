@@ -2,17 +2,13 @@ package kubeapi
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,28 +24,20 @@ import (
 // cert-controller makes both, for the webhook Service's name.
 func (s *Server) webhookCertificate(dir string) (ca []byte, err error) {
 	if s.webhookCert[0] == nil {
-		// RSA in PKCS #1: the one form Kueue's rotator parses a CA key in.
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			return nil, err
-		}
-		// Also valid as Kueue's CA and for its webhook Service, for a year: Kueue's certificate
-		// rotator keeps a certificate it is given only if it is (kueueCertificateSecret).
+		// Also valid as Kueue's CA and for its webhook Service: Kueue's certificate rotator
+		// keeps a certificate it is given only if it is (kueueCertificateSecret).
 		tpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpucluster test webhooks"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true,
+			Subject: pkix.Name{CommonName: "gpucluster test webhooks"}, IsCA: true, BasicConstraintsValid: true,
 			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageCertSign,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 			DNSNames:    []string{kueueCAName, kueueWebhookService + "." + kueueNamespace + ".svc"},
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+		cert, key, err := selfSignedPEM(tpl)
 		if err != nil {
 			return nil, err
 		}
-		s.webhookCert = [2][]byte{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}
+		s.webhookCert = [2][]byte{cert, key}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

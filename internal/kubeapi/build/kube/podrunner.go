@@ -190,7 +190,7 @@ func (p *podRun) run(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
-	sb, err := startSandbox()
+	sb, err := startSandbox(p.r.apiHost)
 	if err != nil {
 		log.Error(err, "starting the pod's sandbox")
 		p.setWaiting(err.Error())

@@ -21,10 +21,6 @@ import (
 // test ends however it ends: every process here dies with its parent), the kernel removes the
 // namespace, the veth pair and its routes.
 
-// podGateway is the host's address on every pod's veth, the pods' default route: the API server
-// listens on it for the pods (KUBERNETES_SERVICE_HOST). Calico uses 169.254.1.1 the same way.
-const podGateway = "169.254.1.1"
-
 // podIPFor is a pod's address, from its sandbox's process ID (unique on the machine while the
 // sandbox lives, so test processes running side by side never give two pods one address):
 // 10.192.0.0/10 holds every ID up to Linux's largest pid_max (2^22).
@@ -44,13 +40,16 @@ func newPodSandboxCommand() *cobra.Command {
 
 // sandbox is one pod's network namespace, held by its process.
 type sandbox struct {
-	cmd *exec.Cmd
-	ip  string
+	cmd     *exec.Cmd
+	ip      string
+	gateway string
 }
 
 // startSandbox starts the sandbox process in a new network namespace and wires it: the veth
-// pair, the pod's address and routes. The process dies with this one.
-func startSandbox() (*sandbox, error) {
+// pair, the pod's address and routes, with gateway (the address the API server listens on for
+// the pods, --api-server-host) as the host end and the pod's default route. The process dies
+// with this one.
+func startSandbox(gateway string) (*sandbox, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -61,7 +60,7 @@ func startSandbox() (*sandbox, error) {
 		return nil, fmt.Errorf("pod sandbox: a network namespace needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN): %w", err)
 	}
 	go cmd.Wait()
-	s := &sandbox{cmd: cmd, ip: podIPFor(cmd.Process.Pid)}
+	s := &sandbox{cmd: cmd, ip: podIPFor(cmd.Process.Pid), gateway: gateway}
 	if err := s.wire(); err != nil {
 		s.stop()
 		return nil, err
@@ -76,15 +75,15 @@ func (s *sandbox) wire() error {
 	inPod := "--net=/proc/" + pid + "/ns/net"
 	steps := [][]string{
 		{"ip", "link", "add", host, "type", "veth", "peer", "name", peer, "netns", pid},
-		{"ip", "addr", "add", podGateway + "/32", "dev", host},
+		{"ip", "addr", "add", s.gateway + "/32", "dev", host},
 		{"ip", "link", "set", host, "up"},
 		{"ip", "route", "add", s.ip + "/32", "dev", host},
 		{"nsenter", inPod, "ip", "link", "set", "lo", "up"},
 		{"nsenter", inPod, "ip", "link", "set", peer, "name", "eth0"},
 		{"nsenter", inPod, "ip", "addr", "add", s.ip + "/32", "dev", "eth0"},
 		{"nsenter", inPod, "ip", "link", "set", "eth0", "up"},
-		{"nsenter", inPod, "ip", "route", "add", podGateway, "dev", "eth0"},
-		{"nsenter", inPod, "ip", "route", "add", "default", "via", podGateway, "dev", "eth0"},
+		{"nsenter", inPod, "ip", "route", "add", s.gateway, "dev", "eth0"},
+		{"nsenter", inPod, "ip", "route", "add", "default", "via", s.gateway, "dev", "eth0"},
 	}
 	for _, step := range steps {
 		if out, err := exec.Command(step[0], step[1:]...).CombinedOutput(); err != nil {

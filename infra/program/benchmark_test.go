@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -99,19 +100,20 @@ func TestMPIOperator(t *testing.T) {
 			"kubernetes:rbac.authorization.k8s.io/v1:Role":        {topology.BenchmarkNamespace: mpioperator.JobRules, mpioperator.Name: mpioperator.LockRules},
 			"kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": {"": mpioperator.ClusterRules},
 		} {
-			got := map[string]int{}
+			got := map[string][]mpioperator.Rule{}
 			for _, r := range ev.ofType(kind) {
 				meta := r.Input("metadata").(map[string]any)
 				if meta["name"] != mpioperator.Name {
 					continue
 				}
 				ns, _ := meta["namespace"].(string)
-				got[ns] = len(r.Input("rules").([]any))
-			}
-			for ns, rules := range want {
-				if got[ns] != len(rules) {
-					t.Errorf("%s: %s mpi-operator in %q has %d rules, want %d", filepath.Base(file), kind, ns, got[ns], len(rules))
+				for _, raw := range r.Input("rules").([]any) {
+					rule := raw.(map[string]any)
+					got[ns] = append(got[ns], mpioperator.Rule{APIGroups: strs(rule["apiGroups"]), Resources: strs(rule["resources"]), Verbs: strs(rule["verbs"])})
 				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: %s mpi-operator rules by namespace %v, want %v", filepath.Base(file), kind, got, want)
 			}
 		}
 		if str(pod["nodeSelector"]) != str(map[string]any{topology.LabelPool: topology.SystemPool}) || c["image"] != mpioperator.Image ||
@@ -627,4 +629,13 @@ func covers(release, r mpioperator.Rule) bool {
 		return true
 	}
 	return all(release.APIGroups, r.APIGroups) && all(release.Resources, r.Resources) && all(release.Verbs, r.Verbs)
+}
+
+// strs is a list of strings as the program's inputs hold it.
+func strs(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
 }

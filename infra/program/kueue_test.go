@@ -169,8 +169,14 @@ func TestKueueQuotaOfTheP5Stack(t *testing.T) {
 		}
 		flavors[f["name"].(string)] = q
 	}
-	if q := flavors["gpu"]; q["nvidia.com/gpu"] != "16" || q["vpc.amazonaws.com/efa"] != "64" {
-		t.Errorf("the pool's flavor quota %v; want 16 GPUs and 64 EFA devices", q)
+	// Two p5.48xlarge (EC2 user guide: 192 vCPUs, 2,048 GiB, 8 GPUs, 32 EFA devices each), less
+	// what the kubelet keeps (components/topology allocatable.go, after EKS's nodeadm), worked by
+	// hand: CPU 192,000m less 60 + 10 + 2 x 5 + 188 x 2.5 = 550m, so 191,450m a node; memory
+	// 2,048 x 1,024 x 0.95 = 1,992,294.4 MiB less 255 + 11 x 250 pods + 100 eviction = 3,105 MiB,
+	// so 1,989,189.4 MiB a node, 3,978,378 MiB for two (whole MiB).
+	wantPool := map[string]string{"cpu": "382900m", "memory": "3978378Mi", "nvidia.com/gpu": "16", "vpc.amazonaws.com/efa": "64"}
+	if q := flavors["gpu"]; !reflect.DeepEqual(q, wantPool) {
+		t.Errorf("the pool's flavor quota %v; want %v", q, wantPool)
 	}
 	wantSystem := map[string]string{"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "0", "vpc.amazonaws.com/efa": "0"}
 	if q := flavors["system"]; !reflect.DeepEqual(q, wantSystem) {

@@ -321,7 +321,7 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 	// OnDelete, so pulumi-kubernetes must not await a rollout only a pod deletion starts.
 	md := ds.Input("metadata").(map[string]any)
 	if ds.Input("spec").(map[string]any)["updateStrategy"].(map[string]any)["type"] != "OnDelete" ||
-		md["annotations"].(map[string]any)[fabricmanager.SkipAwait] != "true" {
+		md["annotations"].(map[string]any)["pulumi.com/skipAwait"] != "true" { // pulumi-kubernetes' annotation, written out
 		t.Errorf("fabric manager DaemonSet: update strategy %v, annotations %v", ds.Input("spec").(map[string]any)["updateStrategy"], md["annotations"])
 	}
 	// Training pods wait for it: they do not tolerate the startup taint.
@@ -405,8 +405,9 @@ func TestKarpenterController(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"kubernetes:karpenter.sh/v1:NodePool", "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"} {
-		if to := one(t, ev.ofType(typ), typ).Options.CustomTimeouts; to == nil || to.Delete != topology.KarpenterPoolDeleteTimeout {
-			t.Errorf("%s delete timeout %+v, want %s: Karpenter drains and terminates GPU nodes before it goes", typ, to, topology.KarpenterPoolDeleteTimeout)
+		// 45 minutes, written out: topology.KarpenterPoolDeleteTimeout says why.
+		if to := one(t, ev.ofType(typ), typ).Options.CustomTimeouts; to == nil || to.Delete != "45m" {
+			t.Errorf("%s delete timeout %+v, want 45m: Karpenter drains and terminates GPU nodes before it goes", typ, to)
 		}
 	}
 	nodeClass := one(t, ev.ofType("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"), "node classes").Input("spec").(map[string]any)

@@ -47,11 +47,7 @@ func writeServerCerts(dir string) (serverCerts, error) {
 	}
 	ca := &x509.Certificate{Subject: pkix.Name{CommonName: "front-proxy-ca"}, IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}
-	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return c, err
-	}
-	caDER, err := create(ca, ca, &caKey.PublicKey, caKey)
+	caDER, caKey, err := issue(ca, nil, nil)
 	if err != nil {
 		return c, err
 	}
@@ -64,11 +60,7 @@ func writeServerCerts(dir string) (serverCerts, error) {
 	}
 	client := &x509.Certificate{Subject: pkix.Name{CommonName: frontProxyClient}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	clientKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return c, err
-	}
-	clientDER, err := create(client, caCert, &clientKey.PublicKey, caKey)
+	clientDER, clientKey, err := issue(client, caCert, caKey)
 	if err != nil {
 		return c, err
 	}
@@ -100,15 +92,25 @@ func selfSigned(tpl *x509.Certificate, certFile, keyFile string) error {
 // hour ago for a year, both PEM-encoded; the key in PKCS #1, the one form Kueue's certificate
 // rotator parses a CA key in.
 func selfSignedPEM(tpl *x509.Certificate) (cert, key []byte, err error) {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return nil, nil, err
-	}
-	der, err := create(tpl, tpl, &k.PublicKey, k)
+	der, k, err := issue(tpl, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return pemBlock("CERTIFICATE", der), pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(k)), nil
+}
+
+// issue makes a 2048-bit RSA key and a certificate of tpl for it, signed by parent's key signer,
+// or by the new key itself when parent is nil.
+func issue(tpl, parent *x509.Certificate, signer *rsa.PrivateKey) (der []byte, key *rsa.PrivateKey, err error) {
+	key, err = rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, signer = tpl, key
+	}
+	der, err = create(tpl, parent, &key.PublicKey, signer)
+	return der, key, err
 }
 
 func create(tpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.PrivateKey) ([]byte, error) {

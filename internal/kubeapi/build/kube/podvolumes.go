@@ -70,13 +70,19 @@ func volumeFiles(ctx context.Context, client kubernetes.Interface, pod *v1.Pod, 
 	return nil, fmt.Errorf("volume %s: a volume type the kubelet stand-in does not mount (it mounts configMap, secret, projected, downwardAPI, emptyDir)", vol.Name)
 }
 
+// missingSource is a ConfigMap or Secret a volume names that does not exist: no files when the
+// volume is optional, else not ready yet (the pod waits for it, as a kubelet's does).
+func missingSource(optional *bool, what string) (map[string][]byte, error) {
+	if optional != nil && *optional {
+		return map[string][]byte{}, nil
+	}
+	return nil, errNotReady{what + " not found"}
+}
+
 func configMapFiles(ctx context.Context, client kubernetes.Interface, ns, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
 	cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if optional != nil && *optional {
-			return map[string][]byte{}, nil
-		}
-		return nil, errNotReady{fmt.Sprintf("configmap %q not found", name)}
+		return missingSource(optional, fmt.Sprintf("configmap %q", name))
 	}
 	if err != nil {
 		return nil, err
@@ -94,10 +100,7 @@ func configMapFiles(ctx context.Context, client kubernetes.Interface, ns, name s
 func secretFiles(ctx context.Context, client kubernetes.Interface, ns, name string, items []v1.KeyToPath, optional *bool) (map[string][]byte, error) {
 	s, err := client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		if optional != nil && *optional {
-			return map[string][]byte{}, nil
-		}
-		return nil, errNotReady{fmt.Sprintf("secret %q not found", name)}
+		return missingSource(optional, fmt.Sprintf("secret %q", name))
 	}
 	if err != nil {
 		return nil, err

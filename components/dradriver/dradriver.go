@@ -135,12 +135,17 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 		md := o["metadata"].(map[string]any)
 		// The controller's finalizer holds a ComputeDomain until its daemons are gone: it goes
 		// with the cluster rather than wait on nodes being deleted beside it.
+		// Its spec is immutable (the CRD's rule `self == oldSelf`, "A computeDomain.spec is
+		// immutable", v0.4.1 crds/resource.nvidia.com_computedomains.yaml): a pool resized
+		// (18 to 9 nodes) gets a new one, the old one deleted first since the name is kept
+		// (the real API server refused the update in the real-engine tier).
 		if _, err := apiextensions.NewCustomResource(ctx, name+"-"+md["name"].(string), &apiextensions.CustomResourceArgs{
 			ApiVersion:  pulumi.String(topology.ComputeDomainAPIVersion),
 			Kind:        pulumi.String(topology.ComputeDomainKind),
 			Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(md["name"].(string)), Namespace: pulumi.String(topology.BenchmarkNamespace), Labels: pulumi.ToStringMap(args.Labels)},
 			OtherFields: kubernetes.UntypedArgs{"spec": o["spec"]},
-		}, append(child, pulumi.DependsOn([]pulumi.Resource{chart}), pulumi.DeletedWith(args.Cluster))...); err != nil {
+		}, append(child, pulumi.DependsOn([]pulumi.Resource{chart}), pulumi.DeletedWith(args.Cluster),
+			pulumi.ReplaceOnChanges([]string{"spec"}), pulumi.DeleteBeforeReplace(true))...); err != nil {
 			return nil, err
 		}
 	}

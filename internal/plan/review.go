@@ -472,6 +472,7 @@ func nvlinkDomainLine(p topology.PoolSpec, cd topology.ComputeDomainSpec) string
 		"not only inside a node. A process reaches another node's GPU memory through IMEX, which the NVIDIA DRA driver starts for a ComputeDomain: "+
 		"gpucluster creates the pool's, and every job's pods claim its IMEX channel (claim `%s` on `%s`'s template), the training pod template's and the benchmark's alike. "+
 		"NCCL then connects ranks on different nodes `via P2P/MNNVL` and reduces with NVLink SHARP (NVLS); NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1 make it fail rather than fall back to EFA, which carries only what leaves the UltraServer. "+
-		"Nodes of one pool share one NVLink domain, so jobs need no `nvidia.com/gpu.clique` affinity; more UltraServers are more pools",
+		"Nodes of one pool share one NVLink domain, so jobs need no `nvidia.com/gpu.clique` affinity; more UltraServers are more pools. "+
+		"A ComputeDomain's spec cannot change (its CRD says so): resizing the pool (18 to 9 nodes) deletes its ComputeDomain and creates a new one, so stop the jobs on it first",
 		it.GPUCount*p.Scaling.DesiredNodes, p.Scaling.DesiredNodes, it.GPUCount, topology.ComputeDomainClaim, cd.Name)
 }

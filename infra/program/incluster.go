@@ -68,16 +68,25 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		if err != nil {
 			return nil, err
 		}
+		// One operator after another, Kueue last (it integrates MPIJobs and TrainJobs). Every
+		// create `pulumi up` waits on holds one of the engine's workers (`--parallel`, 4 per CPU
+		// by default: 8 on 2 CPUs) until it is ready, and a chart's Deployments and Services are
+		// ready only once their controller runs, which needs the chart's CRDs. The provider
+		// registers a chart's children at once, the small ones first: in the real-engine tier
+		// the Kueue and Trainer charts' Deployments and Services, created side by side, held all
+		// 8 workers while the CRDs their controllers wait for (Kueue's Workload, JobSet's, the
+		// Trainer's) queued behind them, and `up` failed after 8 minutes. One chart at a time
+		// waits on at most 5 (the Trainer's: its and JobSet's Deployment and 3 Services).
 		in.Trainer, err = trainer.New(ctx, spec.Cluster.Name+"-trainer", trainer.Args{
 			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
-			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes, in.MPIOperator.Controller}, d.Network.Egress...),
 		}, in.Provider)
 		if err != nil {
 			return nil, err
 		}
 		in.Kueue, err = kueue.New(ctx, spec.Cluster.Name+"-kueue", kueue.Args{
 			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
-			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes, in.Trainer.Chart}, d.Network.Egress...),
 		}, in.Provider)
 		if err != nil {
 			return nil, err

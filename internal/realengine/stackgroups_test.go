@@ -10,28 +10,45 @@ import (
 	"github.com/gpucluster/gpucluster/internal/realengine/enginetest"
 )
 
-// TestEveryStackHasAGroup: every stack of stacks/ is in exactly one group of
-// enginetest.StackGroups, every group names only stacks that exist, and each group, and nothing
-// else, has its test package under internal/realengine/stacks that runs it.
+// TestEveryStackHasAGroup: every stack of stacks/ is in the groups of enginetest.StackGroups
+// exactly once, whole or as both its halves (lifecycle and changes), every group names only
+// stacks that exist, and each group, and nothing else, has its test package under
+// internal/realengine/stacks that runs it.
 func TestEveryStackHasAGroup(t *testing.T) {
-	in := map[string]string{}
-	for group, names := range enginetest.StackGroups {
-		for _, name := range names {
-			if other, ok := in[name]; ok {
-				t.Errorf("stack %s is in two groups, %s and %s (enginetest.StackGroups): it would run twice", name, other, group)
+	in := map[string]map[string]string{} // stack → part ("" for whole) → group
+	for group, entries := range enginetest.StackGroups {
+		for _, entry := range entries {
+			name, part, _ := strings.Cut(entry, "/")
+			if part != "" && part != enginetest.PartLifecycle && part != enginetest.PartChanges {
+				t.Errorf("group %s: %s: no part %q (have %s and %s)", group, entry, part, enginetest.PartLifecycle, enginetest.PartChanges)
 			}
-			in[name] = group
+			if in[name] == nil {
+				in[name] = map[string]string{}
+			}
+			if other, ok := in[name][part]; ok {
+				t.Errorf("%s is in two groups, %s and %s (enginetest.StackGroups): it would run twice", entry, other, group)
+			}
+			in[name][part] = group
 		}
 	}
 	stacks := enginetest.StackNames(t)
 	for _, name := range stacks {
-		if _, ok := in[name]; !ok {
+		parts := in[name]
+		_, whole := parts[""]
+		_, lifecycle := parts[enginetest.PartLifecycle]
+		_, changes := parts[enginetest.PartChanges]
+		switch {
+		case len(parts) == 0:
 			t.Errorf("stacks/Pulumi.%s.yaml is in no group of enginetest.StackGroups (internal/realengine/enginetest/stacks.go): add it to one, or the real engine never runs it", name)
+		case whole && (lifecycle || changes):
+			t.Errorf("stack %s is in enginetest.StackGroups whole and in part: a part would run twice", name)
+		case !whole && lifecycle != changes:
+			t.Errorf("stack %s is in enginetest.StackGroups in one part only (%v): the other never runs", name, parts)
 		}
 	}
-	for name, group := range in {
+	for name, parts := range in {
 		if !slices.Contains(stacks, name) {
-			t.Errorf("group %s names stack %s, which has no file in stacks/", group, name)
+			t.Errorf("enginetest.StackGroups names stack %s (%v), which has no file in stacks/", name, parts)
 		}
 	}
 	dirs, err := os.ReadDir("stacks")
@@ -57,6 +74,22 @@ func TestEveryStackHasAGroup(t *testing.T) {
 		}
 		if call := `enginetest.RunStackGroup(t, "` + group + `")`; !strings.Contains(string(src), call) {
 			t.Errorf("internal/realengine/stacks/%s/%s_test.go does not call %s", group, group, call)
+		}
+	}
+}
+
+// TestEveryStackHasAChange: the tier changes every stack of stacks/ once it is up
+// (enginetest.StackChanges), and names no stack that does not exist.
+func TestEveryStackHasAChange(t *testing.T) {
+	stacks := enginetest.StackNames(t)
+	for _, name := range stacks {
+		if _, ok := enginetest.StackChanges[name]; !ok {
+			t.Errorf("stacks/Pulumi.%s.yaml has no change in enginetest.StackChanges (internal/realengine/enginetest/changes.go): add what a user of the running stack would edit", name)
+		}
+	}
+	for name := range enginetest.StackChanges {
+		if !slices.Contains(stacks, name) {
+			t.Errorf("enginetest.StackChanges names stack %s, which has no file in stacks/", name)
 		}
 	}
 }

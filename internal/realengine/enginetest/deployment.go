@@ -10,7 +10,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
@@ -25,6 +27,7 @@ import (
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/plan"
 	"github.com/gpucluster/gpucluster/internal/realengine"
+	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 )
 
@@ -95,7 +98,14 @@ type Deployment struct {
 	Log   bytes.Buffer
 	// server is the cluster's API server.
 	server *kubeapi.Server
+	// clock is how far ahead of the wall clock the program judges the expiry (program.RunEngineAt).
+	clock atomic.Int64
+	// live is the aws double's record of changes made outside Pulumi (awsdouble.EnvLive).
+	live string
 }
+
+// now is the time the program runs at.
+func (d *Deployment) now() time.Time { return time.Now().Add(time.Duration(d.clock.Load())) }
 
 func Deploy(t *testing.T, name string) *Deployment { return deployWith(t, name, deployOptions{}) }
 
@@ -122,6 +132,8 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	for k, v := range opts.vars {
 		d.Env.SetEnv(k, v)
 	}
+	d.live = filepath.Join(t.TempDir(), "live.json")
+	d.Env.SetEnv(awsdouble.EnvLive, d.live)
 	if opts.withoutBenchmarks {
 		file := d.Env.StackFile(name)
 		raw, err := os.ReadFile(file)
@@ -139,7 +151,7 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 			t.Fatal(err)
 		}
 	}
-	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngine(d.Env.StackFile(name))); err != nil {
+	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngineAt(d.Env.StackFile(name), d.now)); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -204,13 +216,11 @@ func (d *Deployment) checkOutputs(ctx context.Context) {
 	}
 }
 
-// checkExpire: `gpucluster expire --in 8h` on the stack file, then `pulumi preview --diff` and
+// checkExpire: `gpucluster expire --in <in>` on the stack file, then `pulumi preview --diff` and
 // `pulumi up`: the only changes are the expiry's own resources (nothing else may be updated, let
 // alone replaced, because a running stack is given an end).
-func (d *Deployment) checkExpire(ctx context.Context) {
-	if _, err := d.Env.Run(ctx, nil, "gpucluster", "expire", "--config", d.Env.StackFile(d.name), "--in", "8h"); err != nil {
-		d.Fail("gpucluster expire", err)
-	}
+func (d *Deployment) checkExpire(ctx context.Context, in string) {
+	d.expire(ctx, in)
 	d.onlyExpiry("pulumi preview --diff", func(ch chan<- events.EngineEvent) error {
 		_, err := d.Stack.Preview(ctx, optpreview.Diff(), optpreview.EventStreams(ch), optpreview.ProgressStreams(&d.Log))
 		return err
@@ -221,25 +231,20 @@ func (d *Deployment) checkExpire(ctx context.Context) {
 	})
 }
 
+// expire runs `gpucluster expire --in <in>` on the workspace's stack file, as a user would.
+func (d *Deployment) expire(ctx context.Context, in string) {
+	if out, err := d.Env.Run(ctx, nil, "gpucluster", "expire", "--config", d.Env.StackFile(d.name), "--in", in); err != nil {
+		d.Fail("gpucluster expire --in "+in, fmt.Errorf("%v\n%s", err, out))
+	}
+}
+
 // onlyExpiry runs an operation and checks that every step it takes that is not "same" is one of
 // the expiry's resources, and that there is at least one.
 func (d *Deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) error) {
-	ch := make(chan events.EngineEvent)
 	var steps []string
-	done := make(chan struct{})
-	go func() {
-		for ev := range ch {
-			// A refresh reads (Pulumi.yaml: options.refresh always); it changes nothing.
-			if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Metadata.Op != "same" && ev.ResourcePreEvent.Metadata.Op != "refresh" {
-				steps = append(steps, string(ev.ResourcePreEvent.Metadata.Op)+" "+ev.ResourcePreEvent.Metadata.URN)
-			}
-		}
-		close(done)
-	}()
-	if err := op(ch); err != nil {
+	if err := d.watchSteps(&steps, op); err != nil {
 		d.Fail(what+" after gpucluster expire", err)
 	}
-	<-done
 	expiry := 0
 	for _, s := range steps {
 		if strings.Contains(s, "gpucluster:index:Expiry") {

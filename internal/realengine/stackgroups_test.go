@@ -11,7 +11,7 @@ import (
 )
 
 // TestEveryStackHasAGroup: every stack of stacks/ is in the groups of enginetest.StackGroups
-// exactly once, whole or as both its halves (lifecycle and changes), every group names only
+// exactly once, whole or as both its halves (lifecycle and expiry), every group names only
 // stacks that exist, and each group, and nothing else, has its test package under
 // internal/realengine/stacks that runs it.
 func TestEveryStackHasAGroup(t *testing.T) {
@@ -19,8 +19,8 @@ func TestEveryStackHasAGroup(t *testing.T) {
 	for group, entries := range enginetest.StackGroups {
 		for _, entry := range entries {
 			name, part, _ := strings.Cut(entry, "/")
-			if part != "" && part != enginetest.PartLifecycle && part != enginetest.PartChanges {
-				t.Errorf("group %s: %s: no part %q (have %s and %s)", group, entry, part, enginetest.PartLifecycle, enginetest.PartChanges)
+			if part != "" && part != enginetest.PartLifecycle && part != enginetest.PartExpiry {
+				t.Errorf("group %s: %s: no part %q (have %s and %s)", group, entry, part, enginetest.PartLifecycle, enginetest.PartExpiry)
 			}
 			if in[name] == nil {
 				in[name] = map[string]string{}
@@ -36,13 +36,13 @@ func TestEveryStackHasAGroup(t *testing.T) {
 		parts := in[name]
 		_, whole := parts[""]
 		_, lifecycle := parts[enginetest.PartLifecycle]
-		_, changes := parts[enginetest.PartChanges]
+		_, expiry := parts[enginetest.PartExpiry]
 		switch {
 		case len(parts) == 0:
 			t.Errorf("stacks/Pulumi.%s.yaml is in no group of enginetest.StackGroups (internal/realengine/enginetest/stacks.go): add it to one, or the real engine never runs it", name)
-		case whole && (lifecycle || changes):
+		case whole && (lifecycle || expiry):
 			t.Errorf("stack %s is in enginetest.StackGroups whole and in part: a part would run twice", name)
-		case !whole && lifecycle != changes:
+		case !whole && lifecycle != expiry:
 			t.Errorf("stack %s is in enginetest.StackGroups in one part only (%v): the other never runs", name, parts)
 		}
 	}

@@ -52,7 +52,7 @@ func fileLineOf(file, key string) int {
 			}
 		}
 	}
-	n := mappingValue(mappingValue(doc.Content[0], "config"), name)
+	n := MappingValue(MappingValue(doc.Content[0], "config"), name)
 	switch {
 	case n == nil:
 		return 0

@@ -35,7 +35,7 @@ func ParseEngineConfig(file string, data []byte, ec EngineConfig) (Stack, error)
 	if len(data) > 0 {
 		fr := &reader{file: file}
 		if root, ok := fr.document(data); ok && root.Kind == yaml.MappingNode {
-			fileConfig = mappingValue(root, "config")
+			fileConfig = MappingValue(root, "config")
 			envs = environments(root)
 		}
 	}
@@ -126,7 +126,7 @@ func overlayLines(n, file *yaml.Node) bool {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			fv := mappingValue(file, k.Value)
+			fv := MappingValue(file, k.Value)
 			k.Line = 0
 			if fv != nil {
 				k.Line = keyLine(file, k.Value)
@@ -166,7 +166,9 @@ func collectScalars(n *yaml.Node, into map[string]bool) {
 	}
 }
 
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
+// MappingValue is the value of key in a YAML mapping node, or nil: how a stack file's keys are
+// found by anything that reads or edits one node by node.
+func MappingValue(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -207,9 +209,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // environments lists the ESC environments a stack file imports: `environment: [a, b]` or
 // `environment: {imports: [a, b]}`.
 func environments(root *yaml.Node) []string {
-	n := mappingValue(root, "environment")
+	n := MappingValue(root, "environment")
 	if n != nil && n.Kind == yaml.MappingNode {
-		n = mappingValue(n, "imports")
+		n = MappingValue(n, "imports")
 	}
 	if n == nil || n.Kind != yaml.SequenceNode {
 		return nil

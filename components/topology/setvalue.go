@@ -19,7 +19,7 @@ func SetConfigScalar(data []byte, key, value string) ([]byte, error) {
 	if !ok {
 		return nil, r.result()
 	}
-	config := mappingValue(root, "config")
+	config := MappingValue(root, "config")
 	configLine := keyLine(root, "config")
 	if config == nil || config.Kind != yaml.MappingNode || len(config.Content) == 0 {
 		return nil, fmt.Errorf("the file has no config block with keys to add %s to", key)

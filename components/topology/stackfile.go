@@ -186,7 +186,7 @@ func (r *reader) unseenEnvironments() string {
 
 // refuseSecrets: offline, a Pulumi secret in the file is ciphertext only Pulumi can decrypt.
 func (r *reader) refuseSecrets(root *yaml.Node) {
-	config := mappingValue(root, "config")
+	config := MappingValue(root, "config")
 	if config == nil {
 		return
 	}

@@ -128,21 +128,21 @@ func editPools(file string, edits []poolEdit) error {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	pools := mappingValue(mappingValue(doc.Content[0], "config"), topology.ConfigNamespace+":pools")
+	pools := topology.MappingValue(topology.MappingValue(doc.Content[0], "config"), topology.ConfigNamespace+":pools")
 	if pools == nil || pools.Kind != yaml.SequenceNode {
 		return fmt.Errorf("%s: no %s:pools list", file, topology.ConfigNamespace)
 	}
 	for _, e := range edits {
 		var pool *yaml.Node
 		for _, p := range pools.Content {
-			if n := mappingValue(p, "name"); n != nil && n.Value == e.pool {
+			if n := topology.MappingValue(p, "name"); n != nil && n.Value == e.pool {
 				pool = p
 			}
 		}
 		if pool == nil {
 			return fmt.Errorf("%s: no pool %q", file, e.pool)
 		}
-		if v := mappingValue(pool, e.key); v != nil {
+		if v := topology.MappingValue(pool, e.key); v != nil {
 			v.Value = e.value
 			continue
 		}
@@ -155,17 +155,4 @@ func editPools(file string, edits []poolEdit) error {
 		return err
 	}
 	return os.WriteFile(file, out.Bytes(), 0o644)
-}
-
-// mappingValue is the value of key in a YAML mapping node, or nil.
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }

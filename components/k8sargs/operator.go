@@ -1,6 +1,8 @@
 package k8sargs
 
 import (
+	"path"
+
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -42,8 +44,18 @@ func ReleaseChart(ctx *pulumi.Context, name, namespace, ref, version string, val
 	if err != nil {
 		return nil, err
 	}
+	// The release is named as the chart, as `helm install` is documented for each (one release
+	// per cluster: the cluster's name adds nothing). Named after the Pulumi resource, the cluster
+	// name entered every object the chart names from the release, and a cluster name of 20
+	// characters or more took the Trainer's Service (<release>-kubeflow-trainer-controller-manager)
+	// past the 63 characters a Service name may have; now no rendered name depends on it.
 	return helmv4.NewChart(ctx, name, &helmv4.ChartArgs{
 		Chart: pulumi.String(ref), Version: pulumi.String(version), Namespace: pulumi.String(namespace), Values: values,
+		Name: pulumi.String(ReleaseName(ref)),
 	}, append(opts, pulumi.DependsOn(append([]pulumi.Resource{ns}, args.Needs...)),
 		pulumi.Transforms([]pulumi.ResourceTransform{ControllerFilledSecrets}))...)
 }
+
+// ReleaseName is the Helm release an operator chart is installed as: the chart's own name, the
+// last element of its reference.
+func ReleaseName(ref string) string { return path.Base(ref) }

@@ -172,8 +172,8 @@ var (
 	subnetIDPattern    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
 )
 
-// maxClusterNameLength keeps "<cluster>-<pool>" node group names within EKS's 63 characters.
-const maxClusterNameLength = 38
+// MaxClusterNameLength keeps "<cluster>-<pool>" node group names within EKS's 63 characters.
+const MaxClusterNameLength = 38
 
 // StackName is the stack a file belongs to: "dev" for stacks/Pulumi.dev.yaml.
 func StackName(file string) string {
@@ -217,8 +217,8 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 	case regionProblem(region) != "":
 		ps.add(KeyRegion, "use one of: "+regionList(), "%s", regionProblem(region))
 	}
-	if !clusterNamePattern.MatchString(c.Name) || len(c.Name) > maxClusterNameLength {
-		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, maxClusterNameLength),
+	if !clusterNamePattern.MatchString(c.Name) || len(c.Name) > MaxClusterNameLength {
+		ps.add(KeyClusterName, fmt.Sprintf("set %s to at most %d lowercase letters, digits and '-', starting with a letter", KeyClusterName, MaxClusterNameLength),
 			"cluster name %q (the stack name by default) cannot name the EKS cluster and its node groups", c.Name)
 	}
 	if problem, fix := kubernetesVersionProblem(c.KubernetesVersion); problem != "" {

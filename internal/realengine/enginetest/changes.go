@@ -156,3 +156,22 @@ func editPools(file string, edits []poolEdit) error {
 	}
 	return os.WriteFile(file, out.Bytes(), 0o644)
 }
+
+// checkChartNames: every Service a chart rendered has a name Kubernetes accepts (a DNS-1035
+// label: 63 characters at most) for the longest cluster name a stack may have, not only for
+// this stack's: the stack's cluster name, wherever it stands in a name, is counted at
+// topology.MaxClusterNameLength characters.
+func (d *Deployment) checkChartNames(ctx context.Context) {
+	longest := strings.Repeat("x", topology.MaxClusterNameLength)
+	for _, r := range d.state(ctx) {
+		if r.Type != "kubernetes:core/v1:Service" || !strings.Contains(r.URN, "$kubernetes:helm.sh/v4:Chart$") {
+			continue
+		}
+		md, _ := r.Outputs["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		if n := strings.ReplaceAll(name, d.spec.Cluster.Name, longest); len(n) > 63 {
+			d.t.Errorf("%s: the chart's Service %s would be named %s (%d characters) in a cluster of %d-character name: Kubernetes refuses more than 63",
+				d.name, name, n, len(n), topology.MaxClusterNameLength)
+		}
+	}
+}

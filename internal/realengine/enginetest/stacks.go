@@ -91,6 +91,7 @@ func RunStackGroup(t *testing.T, group string) {
 			}
 			created := count(up.Summary.ResourceChanges, "create")
 			d.checkPulumiEKSChildren(d.Calls())
+			d.checkChartNames(ctx)
 			if part != PartExpiry {
 				d.checkNoChanges(ctx)
 				steps.done("second up")

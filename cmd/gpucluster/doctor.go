@@ -63,18 +63,13 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 // doctorExit: a mismatch or an error finding fails (CI gates on it as on plan); a verdict asked
 // for that the log cannot give is exitNoVerdict.
 func doctorExit(r *doctor.Report) int {
-	for _, f := range r.Findings {
-		if f.Severity == topology.SeverityError {
-			return exitFail
-		}
-	}
-	switch {
-	case r.Verdict == nil || r.Verdict.Status == doctor.VerdictMatch:
-		return exitOK
-	case r.Verdict.Status == doctor.VerdictMismatch:
+	switch r.Outcome() {
+	case doctor.OutcomeFail:
 		return exitFail
+	case doctor.OutcomeUnknown:
+		return exitNoVerdict
 	}
-	return exitNoVerdict
+	return exitOK
 }
 
 func readInput[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
@@ -164,9 +159,16 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 	if len(r.Sources) > 1 {
 		fmt.Fprintf(w, "one job, %d logs: %s\n", len(r.Sources), strings.Join(r.Sources, ", "))
 	}
-	fmt.Fprintf(w, "NCCL %s, net plugin %s, network %s\n", orDash(r.NCCLVersion), strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion), orDash(r.Network))
+	fmt.Fprintf(w, "NCCL %s, net plugin %s, network %s", orDash(r.NCCLVersion), strings.TrimSpace(r.NetPlugin+" "+r.PluginVersion), orDash(r.Network))
+	if r.NetworkFrom != "" {
+		fmt.Fprintf(w, " (from %s)", r.NetworkFrom)
+	}
+	if r.CollNetPlugin != "" {
+		fmt.Fprintf(w, ", collective plugin %s", r.CollNetPlugin)
+	}
+	fmt.Fprintln(w)
 	if r.Platform != "" || r.Provider != "" {
-		fmt.Fprintf(w, "aws-ofi-nccl: platform %s, provider %s, %d NIC(s)", orDash(r.Platform), orDash(r.Provider), r.NICs)
+		fmt.Fprintf(w, "aws-ofi-nccl: platform %s, provider %s, %s NIC(s)", orDash(r.Platform), orDash(r.Provider), count(r.NICs))
 		if len(r.PluginSetEnv) > 0 {
 			fmt.Fprintf(w, "; set itself: %s", strings.Join(topology.SortedKeys(r.PluginSetEnv), ", "))
 		}
@@ -176,13 +178,19 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 		if c.Excerpt {
 			fmt.Fprintf(w, "\nconnections without their communicator's Init lines (an excerpt): ranks, nodes and ranks per node are unknown\n")
 		} else {
-			fmt.Fprintf(w, "\ncommunicator %s: %s ranks on %s node(s), %s per node, %d channels", c.ID, count(c.Ranks), count(c.Nodes), count(c.LocalRanks), c.Channels)
+			fmt.Fprintf(w, "\ncommunicator %s: %s ranks on %s node(s), %s per node, %s channels", c.ID, count(c.Ranks), count(c.Nodes), count(c.LocalRanks), count(c.Channels))
 			if c.Parent != "" {
 				fmt.Fprintf(w, ", split from %s", c.Parent)
 			}
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "  intra-node: %s\n  inter-node: %s\n", c.IntraNode, c.InterNode)
+		if c.NVLSChannels > 0 || c.NVLSHeads > 0 {
+			fmt.Fprintf(w, "  NVLS (NVLink SHARP): %s channels, %s heads\n", count(c.NVLSChannels), count(c.NVLSHeads))
+		}
+		if c.CollNet > 0 {
+			fmt.Fprintf(w, "  CollNet: %d connection(s) via %s\n", c.CollNet, c.CollNetVia)
+		}
 		for _, conn := range c.Connections {
 			fmt.Fprintf(w, "    %-10s %-32s %-22s %d\n", conn.Where, conn.Transport, conn.Class, conn.Count)
 		}

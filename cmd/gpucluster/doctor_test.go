@@ -94,3 +94,35 @@ func TestDoctorReadsAJobOfSeveralLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorExitsAsEveryCorpusLogSays runs the CLI over every corpus log (with the profile it
+// names) and holds it to the exit its "# expect: exit=" line states: a log that holds a failure
+// exits 1, whatever else it shows.
+func TestDoctorExitsAsEveryCorpusLogSays(t *testing.T) {
+	files, _ := filepath.Glob(doctorData + "corpus/*.log")
+	if len(files) < 60 {
+		t.Fatalf("%d corpus logs", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, profile := -1, ""
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "# expect: exit="); ok {
+				want = int(v[0] - '0')
+			}
+			if v, ok := strings.CutPrefix(line, "# expect: profile="); ok {
+				profile = v
+			}
+		}
+		args := []string{"doctor", "--log", f}
+		if profile != "" {
+			args = append(args, "--profile", profile)
+		}
+		if code, stdout, stderr := runCLI(args...); code != want {
+			t.Errorf("%s: exit %d, the fixture says %d\n%s%s", filepath.Base(f), code, want, stdout, stderr)
+		}
+	}
+}

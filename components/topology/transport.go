@@ -24,7 +24,7 @@ func ClassifyTransport(via string) string {
 		return TransportNVLS
 	case strings.HasPrefix(via, "P2P"):
 		return TransportP2P
-	case strings.HasPrefix(via, "SHM"):
+	case strings.HasPrefix(via, "SHM"), strings.Contains(via, "shared memory"): // NCCL ≤ 2.12: "via direct shared memory"
 		return TransportSHM
 	case strings.HasPrefix(via, "NET/") && strings.Contains(via, "Libfabric") && strings.Contains(via, "GDRDMA"):
 		return TransportNetLibfabricGDR

@@ -9,7 +9,7 @@ import (
 func TestClassifyTransportEverySpelling(t *testing.T) {
 	cases := map[string]string{
 		"P2P/CUMEM/read": TransportP2P, "P2P/IPC": TransportP2P, "P2P/direct pointer": TransportP2P, "P2P/CUMEM": TransportP2P,
-		"SHM/direct/direct": TransportSHM, "NVLS": TransportNVLS, "NVLS/CUMEM": TransportNVLS,
+		"SHM/direct/direct": TransportSHM, "direct shared memory": TransportSHM, "NVLS": TransportNVLS, "NVLS/CUMEM": TransportNVLS,
 		"NET/AWS Libfabric/0/GDRDMA": TransportNetLibfabricGDR, "NET/Libfabric/12/GDRDMA": TransportNetLibfabricGDR,
 		"NET/AWS Libfabric/3": TransportNetLibfabric, "NET/Libfabric/0": TransportNetLibfabric,
 		"NET/Socket/0": TransportNetSocket, "NET/IB/0/GDRDMA": TransportNetIB, "CollNet/0": TransportCollNet, "XYZ": TransportOther,

@@ -12,7 +12,7 @@ import (
 // BenchmarkParse reads two large logs, each beside a plain scan of the same bytes (lines holding
 // " via ", what `awk '/via/'` does): "p5-job" is one job's log, the p5 fixture repeated 100
 // times (70,500 lines, 6.6 MB, nine lines in ten a connection); "corpus" is every corpus fixture
-// repeated 40 times (105,000 lines, 9.2 MB, mostly the announcement lines a log prints once
+// repeated 40 times (121,040 lines, 10.3 MB, mostly the announcement lines a log prints once
 // per rank, with every shape of line the doctor reads).
 func BenchmarkParse(b *testing.B) {
 	one, err := os.ReadFile("testdata/p5-efa.log")

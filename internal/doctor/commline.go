@@ -143,5 +143,5 @@ func commNodesAt(s string, i int) []string {
 			return nil
 		}
 	}
-	return []string{s[i:p], comm, got[2], got[3]}
+	return []string{s[i:p], comm, got[0], got[1], got[2], got[3]}
 }

@@ -38,6 +38,9 @@ func TestCorpus(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("no # expect: line")
 			}
+			if want["exit"] == "" {
+				t.Fatal("no # expect: exit= line: every fixture says how the doctor must exit (1 for a log that holds a failure)")
+			}
 			l, err := Parse(strings.NewReader(string(data)))
 			if err != nil {
 				t.Fatal(err)
@@ -68,6 +71,10 @@ func corpusFacts(l *Log, r *Report) map[string]string {
 		"warnings": fmt.Sprint(len(r.NCCLWarnings)), "bootstrap": fmt.Sprintf("%.1f", l.BootstrapSec),
 	}
 	f["pluginset"] = strings.Join(topology.SortedKeys(r.PluginSetEnv), ",")
+	f["networkFrom"], f["collnetPlugin"] = r.NetworkFrom, r.CollNetPlugin
+	// The CLI's exit code for the outcome (cmd/gpucluster's doctorExit; its own test runs
+	// every fixture through the CLI).
+	f["exit"] = map[string]string{OutcomePass: "0", OutcomeFail: "1", OutcomeUnknown: "3"}[r.Outcome()]
 	for k, v := range l.Env {
 		f["env."+k] = v
 	}
@@ -93,6 +100,7 @@ func corpusFacts(l *Log, r *Report) map[string]string {
 		f["ranks"], f["nodes"], f["perNode"] = known(c.Ranks), known(c.Nodes), known(c.LocalRanks)
 		f["intra"], f["inter"] = c.IntraNode, c.InterNode
 		f["parent"] = c.Parent
+		f["channels"], f["nvlsChannels"], f["collnet"] = known(c.Channels), known(c.NVLSChannels), known(c.CollNet)
 		for _, sub := range r.Communicators {
 			if sub.Parent != "" {
 				f["split"] = "yes" // one communicator was split from another (ncclCommSplit)

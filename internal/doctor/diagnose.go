@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,14 +29,21 @@ type CommReport struct {
 	Excerpt bool `json:"excerpt,omitempty"`
 	// Ranks, Nodes and LocalRanks are 0 when the log does not say: nodes from NCCL's nNodes line
 	// or from every rank's own lines, never guessed from the hosts one pod's log shows.
-	Ranks       int          `json:"ranks"`
-	Nodes       int          `json:"nodes"`
-	LocalRanks  int          `json:"localRanksPerNode"`
-	Channels    int          `json:"channels"`
-	Connections []Connection `json:"connections"`
+	Ranks      int `json:"ranks"`
+	Nodes      int `json:"nodes"`
+	LocalRanks int `json:"localRanksPerNode"`
+	Channels   int `json:"channels"` // 0: not logged
+	// NVLink SHARP and CollNet set up for the communicator (0 and "": not logged).
+	NVLSChannels int          `json:"nvlsChannels,omitempty"`
+	NVLSHeads    int          `json:"nvlsHeads,omitempty"`
+	CollNet      int          `json:"collNetConnections,omitempty"`
+	CollNetVia   string       `json:"collNetTransport,omitempty"`
+	Connections  []Connection `json:"connections"`
 	// Peers is the transport of each peer connection (rank to rank), its channels folded.
-	Peers     []Peer `json:"peers"`
-	IntraNode string `json:"intraNode"` // the class most intra-node connections use, "none" without any, "unknown" without connection lines
+	Peers []Peer `json:"peers"`
+	// IntraNode and InterNode are the class most connections of that side use; "none" only where
+	// the log proves there is no such peer (one rank per node, one node), else "unknown".
+	IntraNode string `json:"intraNode"`
 	InterNode string `json:"interNode"`
 }
 
@@ -87,10 +95,15 @@ const (
 
 // Report is the doctor's answer (its JSON fields named in docs/doctor.md).
 type Report struct {
-	NCCLVersion   string       `json:"ncclVersion"`
-	NetPlugin     string       `json:"netPlugin"`
-	PluginVersion string       `json:"netPluginVersion"`
-	Network       string       `json:"network"`
+	NCCLVersion   string `json:"ncclVersion"`
+	NetPlugin     string `json:"netPlugin"`
+	PluginVersion string `json:"netPluginVersion"`
+	Network       string `json:"network"`
+	// NetworkFrom says where Network was read when no line named it: the source file of NCCL's
+	// transport an error chain names.
+	NetworkFrom string `json:"networkFrom,omitempty"`
+	// CollNetPlugin is the collective plugin NCCL loaded (SHARP), "" if none.
+	CollNetPlugin string       `json:"collNetPlugin,omitempty"`
 	Communicators []CommReport `json:"communicators"`
 	Topology      *Topo        `json:"topology,omitempty"`
 	Findings      []Finding    `json:"findings"`
@@ -125,12 +138,17 @@ type Report struct {
 func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Report {
 	r := &Report{NCCLVersion: l.Version, NetPlugin: l.Plugin, PluginVersion: l.PluginVer, Network: l.Network,
 		Communicators: []CommReport{}, Topology: topo, Findings: []Finding{}}
-	r.AssignedNetPlugin, r.NetPluginPath = l.Assigned, l.PluginPath
+	r.AssignedNetPlugin, r.NetPluginPath, r.CollNetPlugin = l.Assigned, l.PluginPath, l.CollNetPlugin
+	if r.Network == "" && l.NetFile != "" {
+		r.Network, r.NetworkFrom = networkOfFile(l.NetFile), l.NetFile+" in an error (no \"Using network\" line)"
+	}
 	switch {
 	case r.NetPlugin != "":
+	case strings.HasPrefix(r.Network, "IBext"):
+		r.NetPlugin = r.Network // HPC-X's external IB plugin names itself so (NVIDIA/nccl#1120, #1584)
 	case l.Provider != "" || strings.Contains(l.Network, "Libfabric") || l.usedLibfabric():
 		r.NetPlugin = "Libfabric" // aws-ofi-nccl spoke (a provider, the Libfabric network) without NCCL naming it
-	case l.InternalNet || l.Network == "IB" || l.Network == "Socket" || l.Assigned == "IB" || l.Assigned == "Socket":
+	case l.InternalNet || r.Network == "IB" || r.Network == "Socket" || l.Assigned == "IB" || l.Assigned == "Socket":
 		r.NetPlugin = "internal" // NCCL said so, or used its own IB or socket transport
 	default:
 		r.NetPlugin = "unknown" // an excerpt without plugin lines: nothing says which
@@ -170,12 +188,8 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 				"connections; capture the job's log from its start, with NCCL_DEBUG=INFO"}
 	}
 	r.CutLines, r.UnreadLines, r.JoinedLines = l.CutLines, l.UnreadLines, l.JoinedLines
-	quoted := map[string]bool{l.PluginFailure: true}
-	for _, f := range r.Findings {
-		quoted[f.Evidence] = true
-	}
 	for _, w := range l.Warnings {
-		if !quoted[w] {
+		if w != l.PluginFailure && !quotedBy(r.Findings, w) {
 			r.NCCLWarnings = append(r.NCCLWarnings, w)
 		}
 	}
@@ -185,7 +199,8 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 func commReport(c *Comm) CommReport {
 	c.relocate()
 	cr := CommReport{ID: c.ID, Parent: c.Parent, Excerpt: c.Excerpt, Ranks: c.Ranks, Nodes: c.Nodes, LocalRanks: c.LocalRanks,
-		Channels: c.Channels, IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
+		Channels: c.Channels, NVLSChannels: c.NVLSChannels, NVLSHeads: c.NVLSHeads, CollNet: c.CollNet, CollNetVia: c.CollNetVia,
+		IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
 	if cr.Nodes == 0 && c.Ranks > 0 && len(c.rankHost) == c.Ranks {
 		cr.Nodes = c.Hosts() // every rank printed its own lines: their hosts are the nodes
 	}
@@ -220,8 +235,14 @@ func commReport(c *Comm) CommReport {
 			}
 		}
 	}
-	if len(c.Edges) == 0 && c.Ranks != 1 { // no connection line: unknown, not "none" (one rank has no peer)
-		cr.IntraNode, cr.InterNode = topology.TransportUnknown, topology.TransportUnknown
+	// A side without connection lines is "none" only where the log proves it has no peer: one
+	// rank in all, one rank per node (no intra-node peer), one node (no inter-node peer). A grep
+	// of NET lines, or a log cut after Init, says nothing of the other side.
+	if best["intra"] == 0 && c.Ranks != 1 && cr.LocalRanks != 1 {
+		cr.IntraNode = topology.TransportUnknown
+	}
+	if best["inter"] == 0 && c.Ranks != 1 && cr.Nodes != 1 {
+		cr.InterNode = topology.TransportUnknown
 	}
 	return cr
 }
@@ -277,13 +298,25 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl found %d EFA device(s) with provider efa, then failed to start on them: the devices are there, the plugin could not use them (its WARN lines say where: GPUDirect RDMA, endpoint or memory registration)", l.NICs),
 				"read aws-ofi-nccl's WARN lines in this log; check that the node image's EFA driver, libfabric and aws-ofi-nccl versions go together and that GPUDirect RDMA is available (FI_EFA_USE_DEVICE_RDMA, the NVIDIA peer-memory or dmabuf support)")
+		} else if !noEFADevice(l) {
+			add("net-plugin-fallback", topology.SeverityError, evidence,
+				"aws-ofi-nccl could not start and NCCL carried on without it; no line of the log says the EFA devices are missing (\"No eligible providers\", libfabric's \"provider efa output empty list\"): the plugin's WARN lines before its failure say what failed",
+				"read aws-ofi-nccl's WARN lines in this log; check that the node image's EFA driver, libfabric and aws-ofi-nccl versions go together, and, in Kubernetes, that the pod requests vpc.amazonaws.com/efa")
 		} else {
+			if l.Failures.NoEFADevice != "" && !strings.Contains(evidence, l.Failures.NoEFADevice) {
+				evidence += "; libfabric: \"" + l.Failures.NoEFADevice + "\""
+			}
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				"the process has no EFA device to use: in Kubernetes the pod requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must tolerate the GPU taint to run on GPU nodes); on an instance without Kubernetes, the instance has no EFA interface attached or its EFA driver is not loaded",
 				"in Kubernetes, request vpc.amazonaws.com/efa equal to the node's EFA count (the training pod template does), check `kubectl describe node` lists vpc.amazonaws.com/efa and that the EFA device plugin runs on the node; on a bare instance, launch it with EFA interfaces and check `fi_info -p efa` lists them")
 		}
 	}
-	failureFindings(l.Failures, add)
+	failureFindings(l, add)
+	if l.GDROff != "" {
+		add("gdr-disabled", topology.SeverityWarning, l.GDROff,
+			"aws-ofi-nccl turned GPUDirect RDMA off (the plugin says so, no user setting): inter-node traffic is staged through host memory, at a fraction of EFA's bandwidth on types that support RDMA",
+			"check the node image's GPUDirect RDMA support (the NVIDIA peer-memory module or dma-buf, and a libfabric with FI_HMEM for CUDA) and that the container sees the CUDA driver; the line before it says which call failed")
+	}
 	mnnvlFindings(l, it, add)
 	for _, c := range comms {
 		for _, conn := range c.Connections {
@@ -355,18 +388,15 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 			"unset NCCL_PROTO unless a benchmark on this instance type proved it better")
 	}
 	if len(l.Unreachable) > 0 {
-		add("efa-unreachable", topology.SeverityError, l.Unreachable[0],
-			"EFA packets do not reach the peer: the EFA security group allows traffic in from itself but not out to itself (an egress to 0.0.0.0/0 does not cover EFA), or the nodes are in different subnets",
-			"add an egress rule for all traffic to the security group itself (gpucluster's EFA group has both rules) and keep the pool in one subnet")
+		addFailure(add, "efa-unreachable", l.Unreachable[0], 1)
 	}
 	for _, e := range l.CUDAErrors {
 		if is802(e) {
-			add("fabric-manager-down", topology.SeverityError, e,
-				"CUDA error 802 (system not yet initialized): NVIDIA Fabric Manager is not running, so the NVSwitch fabric is not set up",
-				"run nv-fabricmanager at the node driver's exact version: the EKS AL2023/Bottlerocket NVIDIA images run it on the host; custom images need gpucluster's fabric-manager DaemonSet (fabricManager: daemonset)")
+			addFailure(add, "fabric-manager-down", e, 1)
 			break
 		}
 	}
+	fs = explained(onePerCode(fs))
 	sort.SliceStable(fs, func(i, j int) bool {
 		return fs[i].Severity == topology.SeverityError && fs[j].Severity != topology.SeverityError
 	})
@@ -404,7 +434,7 @@ func verdict(c CommReport, network, platform string, pool *topology.PoolSpec, ag
 
 	switch {
 	case c.IntraNode == topology.TransportUnknown && expIntra != topology.TransportNone:
-		unknown = append(unknown, fmt.Sprintf("the log holds no connection line: intra-node %s cannot be checked", expIntra))
+		unknown = append(unknown, fmt.Sprintf("the log holds no intra-node connection line: intra-node %s cannot be checked", expIntra))
 	case topology.WorseTransport(c.IntraNode, expIntra):
 		mismatch(fmt.Sprintf("intra-node traffic uses %s instead of %s: check NCCL_P2P_* settings, that fabric manager runs (NVSwitch types) and that the pod sees all GPUs", c.IntraNode, expIntra))
 	case expIntra != topology.TransportNone && c.IntraNode == topology.TransportNone && c.LocalRanks > 1:
@@ -422,7 +452,7 @@ func verdict(c CommReport, network, platform string, pool *topology.PoolSpec, ag
 		// No inter-node connection in this communicator, but NCCL chose its network for every one.
 		mismatch("NCCL chose network Socket: inter-node traffic runs over TCP, not EFA; see the findings for why aws-ofi-nccl was not used")
 	case v.ExpectedInter != topology.TransportNone && c.InterNode == topology.TransportUnknown:
-		unknown = append(unknown, fmt.Sprintf("the log holds no connection line: inter-node %s cannot be checked", v.ExpectedInter))
+		unknown = append(unknown, fmt.Sprintf("the log holds no inter-node connection line: inter-node %s cannot be checked", v.ExpectedInter))
 	case v.ExpectedInter != topology.TransportNone && c.InterNode == topology.TransportNone && c.Nodes != 1:
 		unknown = append(unknown, fmt.Sprintf("no inter-node connection was logged: %s cannot be checked", v.ExpectedInter))
 	}
@@ -471,4 +501,74 @@ func orUnknown(s string) string {
 		return "(not logged)"
 	}
 	return s
+}
+
+// quotedBy says whether a finding's evidence quotes the warning.
+func quotedBy(fs []Finding, warning string) bool {
+	for _, f := range fs {
+		if strings.Contains(f.Evidence, warning) {
+			return true
+		}
+	}
+	return false
+}
+
+// explained drops the general failures a named cause accounts for: without an IMEX channel or
+// NVLS multicast NCCL's CUDA calls fail (CUDA 800, NVIDIA/nccl#1925) and the framework reports an
+// unhandled error; without fabric manager every CUDA call fails with 802.
+func explained(fs []Finding) []Finding {
+	cause := false
+	for _, f := range fs {
+		cause = cause || f.Code == "mnnvl-not-working" || f.Code == "nvls-bind-failed" || f.Code == "fabric-manager-down"
+	}
+	if !cause {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f Finding) bool { return f.Code == "cuda-error" || f.Code == "nccl-error" })
+}
+
+// onePerCode keeps each code's first finding: a class the records name and the same class read
+// another way (a traceback's, the unreachable lines') are one finding.
+func onePerCode(fs []Finding) []Finding {
+	seen := map[string]bool{}
+	out := fs[:0]
+	for _, f := range fs {
+		if !seen[f.Code] {
+			seen[f.Code] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// noEFADevice says whether a line of the log says the EFA provider found no device: aws-ofi-nccl's
+// "No eligible providers were found" or (before 1.0) "Could not find any optimal provider", or
+// libfabric's "fi_getinfo: provider efa output empty list".
+func noEFADevice(l *Log) bool {
+	return l.NoProviders || l.Failures.NoEFADevice != "" ||
+		strings.Contains(l.PluginFailure, "find any optimal provider") || strings.Contains(l.PluginFailure, "provider efa output empty list")
+}
+
+// Outcomes of a report: what a job's log says of the job.
+const (
+	OutcomePass    = "pass"
+	OutcomeFail    = "fail"    // an error finding, or a verdict that does not match
+	OutcomeUnknown = "unknown" // a verdict was asked for and the log cannot give it
+)
+
+// Outcome is what the report says of the job: a failure in the log or a mismatch fails it,
+// whatever else it shows.
+func (r *Report) Outcome() string {
+	for _, f := range r.Findings {
+		if f.Severity == topology.SeverityError {
+			return OutcomeFail
+		}
+	}
+	switch {
+	case r.Verdict == nil || r.Verdict.Status == VerdictMatch:
+		return OutcomePass
+	case r.Verdict.Status == VerdictMismatch:
+		return OutcomeFail
+	}
+	return OutcomeUnknown
 }

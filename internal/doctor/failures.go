@@ -3,16 +3,16 @@ package doctor
 import (
 	"regexp"
 	"strings"
-
-	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // rankLabel is what launchers and frameworks put before a traceback's lines ("[rank3]: ", "(VllmWorkerProcess
 // pid=142) ERROR … ] "), up to where NCCL's own words start.
 var rankLabel = regexp.MustCompile(`^(?:\[rank\d+\]:\s*|\(\w+ pid=\d+\)[^\]]*\]\s*)`)
 
-// Failures are the NCCL failures a job's output reports outside NCCL's INFO lines: the first
-// most users bring is a PyTorch traceback, not an INFO log.
+// Failures are the NCCL failures a job's output reports outside NCCL's INFO lines (the first
+// most users bring is a PyTorch traceback, not an INFO log), and every failed record of the log
+// by class: NCCL's WARN lines and return-code chains, libfabric's EFA warnings, nccl-tests' own
+// failure lines.
 type Failures struct {
 	// Result is NCCL's result name (ncclSystemError, ncclRemoteError, …) and Message PyTorch's
 	// words for it ("unhandled system error …"); Version as the error states it.
@@ -25,11 +25,16 @@ type Failures struct {
 	Watchdog, WatchdogMs string
 	// Line is the first line that reported a failure.
 	Line int
+	// NoEFADevice is libfabric's line saying its EFA provider found no device ("" if none).
+	NoEFADevice string
 
 	lastErrorNext bool
+	records       failureLog
 }
 
-// read takes one line of output and says whether it reported an NCCL failure.
+// read takes one line of output and says whether it reported an NCCL failure. Only records
+// count: a result name needs PyTorch's "ncclSystemError: System call …" shape and "Last error:"
+// must start its line, so prose pasted around a log ("we see ncclSystemError") is not a finding.
 func (f *Failures) read(rec *record, n int) bool {
 	line := rec.line
 	// Whether the line can report a failure by itself was decided with its record (mayReportFailure).
@@ -43,10 +48,15 @@ func (f *Failures) read(rec *record, n int) bool {
 			f.Line = n
 		}
 	}
+	// The line without a launcher's label: worked out only for the few lines that need it.
+	text := ""
+	if f.lastErrorNext || strings.Contains(line, "Last error:") || rec.findOnLine(libfabricRe) != nil || rec.findOnLine(testFailureRe) != nil || rec.findOnLine(hangRe) != nil {
+		text = strings.TrimSpace(rankLabel.ReplaceAllString(line, ""))
+	}
 	if f.lastErrorNext {
 		f.lastErrorNext = false
-		if t := strings.TrimSpace(rankLabel.ReplaceAllString(line, "")); t != "" {
-			f.LastError = t
+		if text != "" {
+			f.LastError = text
 			mark()
 		}
 	}
@@ -54,12 +64,16 @@ func (f *Failures) read(rec *record, n int) bool {
 		f.Message, f.Version = m[2], m[3]
 		mark()
 	}
+	if m := rec.findOnLine(asyncErrorRe); m != nil && f.Message == "" {
+		f.Message, f.Version = m[1], m[2]
+		mark()
+	}
 	if m := rec.findOnLine(resultRe); m != nil && f.Result == "" {
 		f.Result = m[1]
 		mark()
 	}
-	if i := strings.Index(line, "Last error:"); i >= 0 {
-		if rest := strings.TrimSpace(line[i+len("Last error:"):]); rest != "" {
+	if rest, ok := strings.CutPrefix(text, "Last error:"); ok {
+		if rest = strings.TrimSpace(rest); rest != "" {
 			f.LastError = rest
 		} else {
 			f.lastErrorNext = true // PyTorch prints the detail on the next line
@@ -74,39 +88,86 @@ func (f *Failures) read(rec *record, n int) bool {
 		f.Watchdog, f.WatchdogMs = m[1], m[2]
 		mark()
 	}
+	if rec.nccl {
+		return found // its WARN and chain lines are read by readNCCL
+	}
+	if m := rec.findOnLine(libfabricRe); m != nil && (m[1] == "efa" || strings.Contains(m[2], "efa")) {
+		code := classifyFailure(text) // the function names the failure too: efa_rdm_txe_handle_error()
+		switch {
+		case pluginFailRe.find(m[2]) != nil:
+			// "fi_getinfo: provider efa output empty list": the line that says libfabric found
+			// no EFA device; net-plugin-fallback reads it.
+			f.NoEFADevice = strings.TrimSpace(m[2])
+		case code == "":
+			code = "libfabric-efa-warning"
+		}
+		if code != "" {
+			f.records.record(code, text, n)
+		}
+		mark()
+	}
+	if m := rec.findOnLine(testFailureRe); m != nil {
+		code := classifyFailure(text)
+		switch {
+		case strings.Contains(m[0], "timeout"):
+			code = "collective-timeout"
+		case code == "" && len(f.records.order) > 0:
+			// " .. host pid N: Test failure common.cu:915" after the failure it reports
+		case code == "":
+			code = "nccl-error"
+		}
+		if code != "" {
+			f.records.record(code, text, n)
+		}
+		mark()
+	}
+	if rec.findOnLine(hangRe) != nil {
+		f.records.record("collective-timeout", text, n)
+		mark()
+	}
 	return found
 }
 
-// failureFindings say what the failures a traceback reports mean: the most specific first (a
-// shared-memory segment NCCL could not create), else by NCCL's result.
-func failureFindings(f Failures, add func(code, severity, evidence, cause, fix string)) {
+// failureFindings say what the failures mean: a traceback's by the class its last error
+// supports (else by NCCL's result), then each class of failed records the log holds, once.
+func failureFindings(l *Log, add func(code, severity, evidence, cause, fix string)) {
+	f := &l.Failures
+	f.records.settle()
 	evidence := func(parts ...string) string {
 		var out []string
 		for _, p := range parts {
-			if p != "" {
+			if p = strings.TrimSpace(p); p != "" {
 				out = append(out, p)
 			}
 		}
 		return strings.Join(out, "; ")
 	}
+	result := strings.TrimSpace(f.Result + " " + f.Message)
+	class := classifyFailure(f.LastError)
+	if class == "" {
+		class = classifyFailure(f.Message)
+	}
 	switch {
 	case f.Shm != "":
-		add("shm-too-small", topology.SeverityError,
-			evidence("Error while creating shared memory segment "+f.Shm+" (size "+f.ShmSize+")", f.Result),
-			"NCCL could not create its shared-memory buffers in /dev/shm: a container's /dev/shm is 64 MiB unless something larger is mounted there (Docker's default, and Kubernetes' without a memory-backed volume), too small for the buffers NCCL sizes by its channels",
-			"in Kubernetes, mount an emptyDir volume with medium: Memory at /dev/shm (gpucluster's training pod template does, sized by the pool's shmSize); with Docker, run with --shm-size=… or --ipc=host")
+		code := "shm-segment-failed"
+		if class == "shm-too-small" || f.records.byCode["shm-too-small"] != nil {
+			code = "shm-too-small" // the ENOSPC wording is in the log
+		}
+		addFailure(add, code, evidence("Error while creating shared memory segment "+f.Shm+" (size "+f.ShmSize+")", f.Result), 1)
+	case class != "":
+		addFailure(add, class, evidence(result, f.LastError), 1)
 	case f.Result == "ncclRemoteError":
-		add("nccl-remote-error", topology.SeverityError, evidence(f.Result, f.LastError),
-			"a peer went away or the network between two ranks failed: NCCL on this rank only saw the connection end",
-			"read the log of the rank that failed first (the earliest error, or the one whose process exited), and check the network path between the two hosts")
-	case f.Result != "" || f.Message != "":
-		add("nccl-error", topology.SeverityError, evidence(strings.TrimSpace(f.Result+" "+f.Message), f.LastError),
-			"NCCL returned an error to the framework; its \"Last error\" line says which call failed",
-			"rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) and pass that log: the lines before the error say what NCCL was doing")
+		addFailure(add, "nccl-remote-error", evidence(f.Result, f.LastError), 1)
+	case result != "":
+		addFailure(add, "nccl-error", evidence(result, f.LastError), 1)
 	}
 	if f.Watchdog != "" {
-		add("collective-timeout", topology.SeverityError, "Watchdog caught collective operation timeout: "+f.Watchdog+" ran for "+f.WatchdogMs+" ms",
-			"a collective did not complete in time on every rank: one rank stopped taking part (it crashed, hung or lags far behind), or the network stalled",
-			"find the rank that did not reach the collective (the first error or exit in the other ranks' logs); raising the timeout only hides a hang")
+		addFailure(add, "collective-timeout", "Watchdog caught collective operation timeout: "+f.Watchdog+" ran for "+f.WatchdogMs+" ms", 1)
+	}
+	for _, x := range f.records.order {
+		if x.code == "shm-segment-failed" && f.records.byCode["shm-too-small"] != nil {
+			continue // the segment failed because /dev/shm is full: one finding
+		}
+		addFailure(add, x.code, x.evidence, x.count)
 	}
 }

@@ -26,21 +26,40 @@ var (
 	// What stands before " NCCL INFO": the process and, on WARN lines, the source location.
 	// The location may be a whole C++ signature with spaces: aws-ofi-nccl's WARN lines
 	// ("[0] ncclResult_t nccl_net_ofi_regMr(...):412 NCCL WARN", "int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208").
-	ncclPrefix = regexp.MustCompile(`([^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: [^\[]*?:\d+)?$`)
+	// NCCL 2.30.7 puts the function after a WARN's location ("transport/net_ib/p2p.cc:688
+	// (ncclIbCompletionEventProcess) NCCL WARN", src/debug.cc); people redact the host as
+	// "<cluster_name>" (NVIDIA/nccl#952) or "<host>" (#1185).
+	ncclPrefix = regexp.MustCompile(`(<[^<>\s:]+>|\[[^\[\]\s:]+\]|[^\s:\]>|)(]+):(\d+):(\d+) \[(\d+)\](?: [^\[]*?:\d+(?: \([^()\s]*\))?)?$`)
 	versionRe  = keyed(`NCCL version ([0-9][0-9A-Za-z.+_-]*)`, "NCCL version ")
 	// ncclCommInitRank / ncclCommSplit / plain "comm": split communicators add parent, color and
 	// key before commId (NCCL ≥ 2.18).
 	commRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-f]+))?(?: parent (0x[0-9a-f]+))?.*?(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`, "- Init ").byHand(readCommInit)
 	// nNodes and localRanks: the ranks NCCL found on each node (NCCL ≥ 2.12; MNNVL may follow).
-	nodesRe = keyed(`comm (0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (\d+) localRanks (\d+) localRank \d+`, "nNodes ").byHand(readCommNodes)
+	nodesRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank \d+`, "nNodes ").byHand(readCommNodes)
+	// NCCL 2.3 names a communicator without "- Init" ("comm 0x… rank 0 nranks 8", or only "rank 0
+	// nranks 4": horovod/horovod#110; src/init.cu of v2.3.5).
+	oldCommRe = keyed(`^(?:comm (0x[0-9a-f]+) )?rank (\d+) nranks (\d+)\s*$`, "nranks ")
 	// A connection: "Channel 00/0 : 0[0] -> 1[1] via …" (NCCL ≥ 2.12), "Channel 04 : 25[101d0] ->
 	// 24[101c0] via …" (2.7 to 2.11: no /N, peer ids rank[busId]), "Ring 00 : 26[2] -> 30[6] via …"
 	// and "Ring 00 : 7 -> 8 [send] via …" (2.4 to 2.6), with or without [send]/[receive].
 	channelRe  = regexp.MustCompile(`(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[0-9a-f]+\])? -> (\d+)(?:\[[0-9a-f]+\])?(?: \[(send|receive)\])? via (.+?)\s*$`)
 	collChanRe = keyed(`(\d+) coll channels`, "coll channels")
-	pluginRe   = keyed(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`, "Initializing aws-ofi-nccl ", "Using aws-ofi-nccl ")
-	loadedRe   = gated("lugin", `NET/Plugin: Loaded (?:net|coll) plugin ([^(]+?) \(v?(\d+)\)`, "NET/Plugin: Loaded ")
-	usingNetRe = gated("Using ", `Using network (.+)$`, "Using network ")
+	// NVLS in use: the channel summary's nvls count (2.17+: "32 coll channels, 32 collnet
+	// channels, 16 nvls channels, 32 p2p channels, …"; 2.21+'s collnet count only copies the coll
+	// one, src/init.cc) and "NVLS comm 0x… headRank 0 nHeads 8 …" (src/transport/nvls.cc).
+	nvlsChanRe  = keyed(`(\d+) nvls channels`, "nvls channels")
+	nvlsHeadsRe = keyed(`NVLS comm 0x[0-9a-f]+ headRank -?\d+ nHeads (\d+)`, "nHeads ")
+	// CollNet in use: its connections ("CollNet 00/0 : 3 [send] via COLLNET/SHARP/0/GDRDMA",
+	// 2.18+; "Coll 00 : 3 [send] via COLLNET/…", 2.6–2.8; src/transport/coll_net.cc).
+	collNetConnRe = keyed(`Coll(?:Net)? \d+(?:/\d+)? : \d+ \[(?:send|receive)\] via (\S+)`, "Coll")
+	pluginRe      = keyed(`(?:Initializing|Using) aws-ofi-nccl ([0-9][0-9A-Za-z.+_-]*)`, "Initializing aws-ofi-nccl ", "Using aws-ofi-nccl ")
+	loadedRe      = gated("lugin", `NET/Plugin: Loaded net plugin ([^(]+?) \(v?(\d+)\)`, "NET/Plugin: Loaded ")
+	// The collective plugin (SHARP): "NET/Plugin: Loaded coll plugin SHARP (v6)" (2.18–2.22),
+	// "… collnet plugin SHARP (v8)" (later; NVIDIA/nccl#1584). It is not the net plugin.
+	collPluginRe = gated("lugin", `NET/Plugin: Loaded coll(?:net)? plugin ([^(]+?) \(v?\d+\)`, "NET/Plugin: Loaded ")
+	usingNetRe   = gated("Using ", `Using network (.+)$`, "Using network ")
+	// NCCL 2.3: "Using internal Network Socket", "Using external Network AWS Libfabric".
+	usingNet23Re = gated("Using ", `Using (internal|external) Network (.+)$`, "Using internal Network ", "Using external Network ")
 	// NCCL's socket transport names its interfaces ("NET/Socket : Using [0]eth0:10.0.0.1<0>") when
 	// it is the network, even where no "Using network" line follows (an excerpt, old versions).
 	socketUsingRe = gated("Using ", `NET/Socket : Using (.+)$`, "NET/Socket : Using ")
@@ -66,11 +85,14 @@ var (
 	envSetRe = keyed(`((?:NCCL|FI)_[A-Z0-9_]+) set by environment to (\S+?)\.?$`, "set by environment to ")
 	// What aws-ofi-nccl announces: the platform it tuned for ("p4d.24xlarge", or "P4d" before 1.5),
 	// the provider and NICs it selected, and each variable it set itself.
-	platformRe   = gated("NET/OFI", `NET/OFI Running on (\S+?) platform`, "NET/OFI Running on ")
-	providerRe   = gated("NET/OFI", `NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;-]+)`, "NET/OFI Selected ")
-	nicsRe       = keyed(`found (\d+) nics`, "nics")
-	pluginSetRe  = gated("NET/OFI", `NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`, "Setting ")
-	pluginAddRe  = gated("NET/OFI", `NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`, "NET/OFI Adding ")
+	platformRe  = gated("NET/OFI", `NET/OFI Running on (\S+?) platform`, "NET/OFI Running on ")
+	providerRe  = gated("NET/OFI", `NET/OFI Selected [Pp]rovider is ([A-Za-z0-9_;-]+)`, "NET/OFI Selected ")
+	nicsRe      = keyed(`found (\d+) nics`, "nics")
+	pluginSetRe = gated("NET/OFI", `NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`, "Setting ")
+	pluginAddRe = gated("NET/OFI", `NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`, "NET/OFI Adding ")
+	// aws-ofi-nccl turning GPUDirect RDMA off by itself: "NET/OFI Could not disable CUDA API usage
+	// for HMEM, disabling GDR" (INFO), "NET/OFI GDR disabled on GDR-supported instance type %s" (WARN).
+	gdrOffRe     = gated("NET/OFI", `NET/OFI .*(?:disabling GDR|GDR disabled)`, "disabling GDR", "GDR disabled")
 	pluginFailRe = keyed(`No eligible providers were found|aws-ofi-nccl initialization failed|Initializing plugin failed|Only EFA provider is supported|Could(?:n't| not) find any optimal provider|provider efa output empty list|Invalid type of PCI bus`,
 		"No eligible providers", "initialization failed", "Initializing plugin failed", "Only EFA provider", "find any optimal provider", "provider efa output", "Invalid type of PCI bus")
 	cudaErrorRe  = keyedBy(`(?i)cuda (?:error|failure) (\d+)|'system not yet initialized'|system not yet initialized`, mayBeCUDAError)
@@ -78,9 +100,29 @@ var (
 	// What a job's traceback or launcher output says of an NCCL failure, with or without
 	// NCCL_DEBUG=INFO (PyTorch's "NCCL error in: …ProcessGroupNCCL.cpp:1970, unhandled system error
 	// (…), NCCL version 2.19.3", the ncclResult name, NCCL's "Last error:" detail, its watchdog).
-	ncclErrorInRe = keyed(`NCCL error in: (\S+), (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`, "NCCL error in: ")
-	resultRe      = keyed(`\b(ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage|ncclInvalidArgument)\b`,
-		"ncclSystemError", "ncclInternalError", "ncclRemoteError", "ncclUnhandledCudaError", "ncclInvalidUsage", "ncclInvalidArgument")
+	ncclErrorInRe = keyed(`NCCL error in: (\S+:\d+), (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`, "NCCL error in: ")
+	// PyTorch prints the result as "ncclSystemError: System call (e.g. socket, malloc) …": the
+	// name, a colon and NCCL's sentence. A name in a sentence of one's own is not a record.
+	resultRe = keyed(`\b(ncclSystemError|ncclInternalError|ncclRemoteError|ncclUnhandledCudaError|ncclInvalidUsage|ncclInvalidArgument|ncclTimeout): [A-Z]`,
+		"ncclSystemError: ", "ncclInternalError: ", "ncclRemoteError: ", "ncclUnhandledCudaError: ", "ncclInvalidUsage: ", "ncclInvalidArgument: ", "ncclTimeout: ")
+	// PyTorch's asynchronous check: "[Rank 2] found async exception when checking for NCCL
+	// errors: NCCL error: remote process exited or there was a network error, NCCL version 2.22.3"
+	// (a ProcessGroupNCCL.cpp log record; deepspeedai/DeepSpeed#6875).
+	asyncErrorRe = keyed(`ProcessGroupNCCL\.cpp:\d+\].*?NCCL error: (.+?)(?:, NCCL version ([0-9][0-9A-Za-z.+_-]*))?\s*$`, "ProcessGroupNCCL.cpp:")
+	// libfabric's own log lines (FI_LOG_LEVEL=warn): "libfabric:PID:EPOCH:efa:core:fn():506<warn> …"
+	// (libfabric ≤ 1.18), "libfabric:PID:EPOCH::efa:ep_ctrl:fn():1410<warn> …" (an empty domain
+	// field first), "libfabric:PID:EPOCH::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider
+	// efa output empty list" (aws/aws-ofi-nccl#346, #715). The provider, then the message.
+	libfabricRe = keyed(`libfabric:\d+:\d+:(?:[\w-]*:)?([\w-]+):[\w-]+:[^<]*<warn>\s*(.*)$`, "libfabric:")
+	// nccl-tests' own failures (src/common.h): "host: Test NCCL failure common.cu:1204 'unhandled
+	// cuda error …'", "Test CUDA failure …", " .. host pid 757466: Test failure common.cu:915",
+	// "Test timeout (60s) common.cu:…", and before 2019 "NCCL failure all_reduce.cu:95 '…'"
+	// (NVIDIA/nccl-tests#5, #322).
+	testFailureRe = keyed(`(?:NCCL|CUDA) failure \S+:\d+ '[^']*'|Test failure \S+:\d+|Test timeout \(\d+s\) \S+:\d+`, "failure ", "Test timeout")
+	// A hang the framework or NCCL's EP kernels report: PyTorch's "Heartbeat monitor timed out!"
+	// and "watchdog got stuck for 480 seconds", NCCL EP (2.30 contrib) "NCCL EP timeout for
+	// dispatch receive", "NCCL EP clean barrier timeout", "NCCL EP timeout check failed".
+	hangRe       = keyed(`Heartbeat monitor timed out|watchdog got stuck|NCCL EP (?:[a-z]+ )*timeout`, "Heartbeat monitor timed out", "watchdog got stuck", "NCCL EP ")
 	shmSegmentRe = keyed(`Error while creating shared memory segment (\S+) \(size (\d+)\)`, "shared memory segment ")
 	watchdogRe   = keyed(`Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) milliseconds`, "Watchdog caught ")
 	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
@@ -111,6 +153,8 @@ type Log struct {
 	// PluginSet are the variables aws-ofi-nccl set itself: NCCL then reports them "set by
 	// environment", yet no user set them.
 	PluginSet map[string]string
+	// GDROff is aws-ofi-nccl's line turning GPUDirect RDMA off ("" when it did not).
+	GDROff string
 	// PluginFailure is the line saying aws-ofi-nccl could not start ("" when it did).
 	PluginFailure string
 	// PluginPath is the external plugin library NCCL loaded ("Plugin Path : …"), "" if unnamed.
@@ -123,9 +167,14 @@ type Log struct {
 	MNNVL *MNNVL
 	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
 	SocketUsing string
-	pluginNamed bool // NCCL named the plugin it loaded
-	seen802     bool // a CUDA 802 line is among CUDAErrors
-	warned      map[string]bool
+	// NetFile is the first source file of an NCCL network transport an error names
+	// (transport/net_ib.cc, transport/net_socket.cc): the network when no line names it.
+	NetFile string
+	// CollNetPlugin is the collective plugin NCCL loaded (SHARP), "" if none.
+	CollNetPlugin string
+	pluginNamed   bool // NCCL named the plugin it loaded
+	seen802       bool // a CUDA 802 line is among CUDAErrors
+	warned        map[string]bool
 	// Failures a traceback or launcher output reports, with or without NCCL INFO lines.
 	Failures Failures
 	// JoinedLines are the lines that held several NCCL records (a terminal-wrapped paste joins
@@ -155,11 +204,16 @@ type Comm struct {
 	Nodes      int // from "nNodes", 0 when NCCL did not print it
 	LocalRanks int
 	Channels   int
-	rankHost   map[int]string
-	rankDev    map[int]int
-	Edges      map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
-	Peers      map[peerKey]int // rank pair and transport → channels
-	seen       map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
+	// NVLSChannels and NVLSHeads say NVLink SHARP was set up (0: not logged); CollNet counts
+	// the CollNet connections and CollNetVia names their transport.
+	NVLSChannels, NVLSHeads int
+	CollNet                 int
+	CollNetVia              string
+	rankHost                map[int]string
+	rankDev                 map[int]int
+	Edges                   map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
+	Peers                   map[peerKey]int // rank pair and transport → channels
+	seen                    map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
 }
 
 type peerKey struct {
@@ -235,8 +289,16 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		l.NCCLLines++
 		proc, thread := procKey{rec.host, rec.pid, ""}, procKey{rec.host, rec.pid, rec.tid}
+		l.Failures.records.readNCCL(rec, l.Lines)
 		l.parseMessage(rec)
-		if c := rec.find(commRe); c != nil {
+		c := rec.find(commRe)
+		if c == nil {
+			if o := rec.find(oldCommRe); o != nil {
+				// A 2.3 communicator line: a START without commId, cudaDev unknown.
+				c = []string{o[0], o[1], o[2], o[3], "", "", "", "", "START"}
+			}
+		}
+		if c != nil {
 			id := c[7]
 			if id == "" {
 				// No commId (NCCL before 2.10): the pointer differs in every process, so the
@@ -250,7 +312,10 @@ func Parse(r io.Reader) (*Log, error) {
 			comm := l.comm(id)
 			comm.Parent = c[6]
 			rank := atoi(c[2])
-			comm.Ranks, comm.rankHost[rank], comm.rankDev[rank] = atoi(c[3]), rec.host, atoi(c[4])
+			comm.Ranks, comm.rankHost[rank] = atoi(c[3]), rec.host
+			if c[4] != "" {
+				comm.rankDev[rank] = atoi(c[4])
+			}
 			if c[8] == "START" {
 				startSeen[thread] = true
 				current[thread], current[proc] = comm, comm
@@ -270,19 +335,37 @@ func Parse(r io.Reader) (*Log, error) {
 			comm = current[proc]
 		}
 		if comm == nil {
-			if !strings.Contains(rec.msg, " via ") {
+			if n := rec.find(nodesRe); n != nil {
+				// Its shape without its Init lines (an excerpt): one communicator per shape, the
+				// pointer differing in every process.
+				comm = l.comm(fmt.Sprintf("(no Init line: %s ranks on %s nodes)", n[3], n[4]))
+				comm.Ranks, comm.rankHost[atoi(n[2])] = atoi(n[3]), rec.host
+				current[thread], current[proc] = comm, comm
+			} else if !strings.Contains(rec.msg, " via ") {
 				return
 			}
+		}
+		if comm == nil {
 			if pending[thread] == nil {
 				pending[thread] = newComm("")
 			}
 			comm = pending[thread] // until an Init line says whose they are
 		}
 		if n := rec.find(nodesRe); n != nil {
-			comm.Nodes, comm.LocalRanks = atoi(n[2]), atoi(n[3])
+			comm.Nodes, comm.LocalRanks = atoi(n[4]), atoi(n[5])
 		}
 		if n := rec.find(collChanRe); n != nil {
 			comm.Channels = max(comm.Channels, atoi(n[1]))
+		}
+		if n := rec.find(nvlsChanRe); n != nil {
+			comm.NVLSChannels = max(comm.NVLSChannels, atoi(n[1]))
+		}
+		if n := rec.find(nvlsHeadsRe); n != nil {
+			comm.NVLSHeads = max(comm.NVLSHeads, atoi(n[1]))
+		}
+		if n := rec.find(collNetConnRe); n != nil {
+			comm.CollNet++
+			comm.CollNetVia = deviceNumbers(n[1])
 		}
 		if rec.conn {
 			comm.Channels = max(comm.Channels, rec.channel+1)
@@ -362,8 +445,12 @@ func (c *Comm) absorb(o *Comm) {
 	}
 }
 
-// splitNCCL finds "host:pid:tid [dev] [location] NCCL INFO|WARN message" anywhere in a line.
+// splitNCCL finds "host:pid:tid [dev] [location] NCCL INFO|WARN message" anywhere in a line,
+// or a record whose prefix was stripped to its device or to nothing (looseProcess).
 func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
+	if rest, cut := strings.CutPrefix(strings.TrimLeft(line, " "), "NCCL "); cut && len(rest) > 5 && (rest[:5] == "INFO " || rest[:5] == "WARN ") {
+		return "", "", "", rest[:4], rest[5:], true
+	}
 	for from := 0; ; {
 		i := nextNCCL(line, from)
 		if i < 0 {
@@ -379,7 +466,9 @@ func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 		}
 		_, host, pid, tid, ok := processPrefix(line[:i])
 		if !ok {
-			continue
+			if host, ok = looseProcess(line[:i]); !ok {
+				continue
+			}
 		}
 		return host, pid, tid, level, line[i+11:], true
 	}
@@ -465,6 +554,21 @@ func (l *Log) parseMessage(rec *record) {
 	if m := rec.find(usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])
 	}
+	if m := rec.find(usingNet23Re); m != nil {
+		l.Network, l.InternalNet = strings.TrimSpace(m[2]), l.InternalNet || m[1] == "internal"
+	}
+	if m := rec.find(collPluginRe); m != nil {
+		l.CollNetPlugin = strings.TrimSpace(m[1])
+	}
+	if l.NetFile == "" && (rec.level == "WARN" || rec.find(chainRe) != nil) {
+		file := rec.loc
+		if m := rec.find(chainRe); m != nil {
+			file = m[1]
+		}
+		if networkOfFile(file) != "" {
+			l.NetFile = file
+		}
+	}
 	if strings.Contains(msg, "No eligible providers were found") {
 		l.NoProviders = true
 	}
@@ -539,6 +643,9 @@ func (l *Log) parsePlugin(rec *record) {
 			l.NICs = atoi(n[1])
 		}
 	}
+	if l.GDROff == "" && rec.find(gdrOffRe) != nil {
+		l.GDROff = strings.TrimSpace(rec.msg)
+	}
 	for _, re := range []*keyedRe{pluginSetRe, pluginAddRe} {
 		if m := rec.find(re); m != nil {
 			l.PluginSet[m[1]] = m[2]
@@ -567,7 +674,9 @@ func (c *Comm) relocate() {
 	for k, n := range c.Peers {
 		from, okF := c.rankHost[k.From]
 		to, okT := c.rankHost[k.To]
-		if k.Where != "inter" || !okF || !okT || from != to {
+		// NCCL's own count of one node (nNodes 1) places every connection within it: an
+		// UltraServer's clique is one node to NCCL, its P2P/MNNVL connections intra-node.
+		if k.Where != "inter" || c.Nodes != 1 && (!okF || !okT || from != to) {
 			continue
 		}
 		delete(c.Peers, k)

@@ -30,7 +30,7 @@ type batch struct {
 
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
 func newBatch() *batch {
-	return &batch{rd: reading{placed: map[string][2]string{}, said: map[string][]hit{}}}
+	return &batch{rd: reading{placed: map[string][2]string{}, said: map[string][]hit{}, classed: map[string]string{}}}
 }
 
 // reset readies an applied batch for the next lines.
@@ -38,6 +38,7 @@ func (b *batch) reset() {
 	b.data, b.ends, b.cuts, b.recs, b.err = b.data[:0], b.ends[:0], b.cuts[:0], b.recs[:0], nil
 	b.rd.hits = b.rd.hits[:0]
 	clear(b.rd.said)
+	clear(b.rd.classed)
 	if len(b.rd.placed) > maxPlaced {
 		clear(b.rd.placed)
 	}

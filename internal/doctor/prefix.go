@@ -20,12 +20,10 @@ func processPrefix(s string) (start int, host, pid, tid string, ok bool) {
 	if k == o+1 || k >= len(s) || s[k] != ']' {
 		return 0, "", "", "", false
 	}
-	// An optional location after it: " <anything>:<digits>" to the end.
-	if rest := s[k+1:]; rest != "" {
-		c := strings.LastIndexByte(rest, ':')
-		if rest[0] != ' ' || c < 1 || !digits(rest[c+1:]) {
-			return 0, "", "", "", false
-		}
+	// An optional location after it: " <anything>:<digits>" to the end, or followed by
+	// " (<function>)" (NCCL 2.30.7's WARN lines).
+	if rest := s[k+1:]; rest != "" && !isLocation(rest) {
+		return 0, "", "", "", false
 	}
 	s = s[:o-1]
 	// "host:pid:tid"
@@ -42,9 +40,89 @@ func processPrefix(s string) (start int, host, pid, tid string, ok bool) {
 		h--
 	}
 	if h == c1 {
-		return 0, "", "", "", false
+		// A placeholder for the host, as people redact it: "<cluster_name>", "[hostname]".
+		if h = placeholderStart(s[:c1]); h < 0 {
+			return 0, "", "", "", false
+		}
 	}
 	return h, s[h:c1], s[c1+1 : c2], s[c2+1:], true
+}
+
+// isLocation says whether rest is " <location>:<digits>", optionally followed by " (<function>)"
+// (a function name holds no space or parenthesis). rest holds no '['.
+func isLocation(rest string) bool {
+	plain := func(r string) bool {
+		c := strings.LastIndexByte(r, ':')
+		return r[0] == ' ' && c >= 1 && digits(r[c+1:])
+	}
+	if strings.HasSuffix(rest, ")") {
+		if j := strings.LastIndex(rest, " ("); j > 0 && !strings.ContainsAny(rest[j+2:len(rest)-1], "() \t\n\f\r") && plain(rest[:j]) {
+			return true
+		}
+	}
+	return plain(rest)
+}
+
+// placeholderStart is where a placeholder host ending s starts ("<x>" or "[x]", x without
+// whitespace, ':' or its own brackets), -1 if s ends with none.
+func placeholderStart(s string) int {
+	if len(s) < 3 {
+		return -1
+	}
+	open, end := byte('<'), s[len(s)-1]
+	switch end {
+	case '>':
+	case ']':
+		open = '['
+	default:
+		return -1
+	}
+	i := strings.LastIndexByte(s[:len(s)-1], open)
+	if i < 0 || i == len(s)-2 {
+		return -1
+	}
+	for _, c := range []byte(s[i+1 : len(s)-1]) {
+		switch c {
+		case ' ', '\t', '\n', '\f', '\r', ':', open, end:
+			return -1
+		}
+	}
+	return i
+}
+
+// looseProcess reads what stands before " NCCL INFO|WARN" when processPrefix does not: nothing
+// at all (a launcher or a paste stripped the prefix: "NCCL INFO Using network IBext_v8",
+// NVIDIA/nccl#1584), or only the device, "[0] NCCL INFO …" (NVIDIA/nccl#1612, #2094), with a
+// WARN's location after it and possibly a bare host before ("gpu-server320 [5]
+// misc/socket.cc:46", NVIDIA/nccl#1920). The process is unknown: host, pid and tid are empty
+// but for such a host.
+func looseProcess(s string) (host string, ok bool) {
+	t := strings.TrimRight(s, " ")
+	if t == "" {
+		return "", true
+	}
+	o := strings.LastIndexByte(t, '[')
+	if o < 0 {
+		return "", false
+	}
+	k := o + 1
+	for k < len(t) && t[k] >= '0' && t[k] <= '9' {
+		k++
+	}
+	if k == o+1 || k >= len(t) || t[k] != ']' {
+		return "", false
+	}
+	if rest := t[k+1:]; rest != "" && !isLocation(rest) {
+		return "", false
+	}
+	before := strings.TrimRight(t[:o], " ")
+	if i := strings.LastIndexAny(before, " \t|>]"); i >= 0 {
+		before = before[i+1:]
+	}
+	if strings.ContainsAny(before, ":[(") {
+		before = ""
+	}
+	return before, true
 }
 
 // hostStop: the characters a host name cannot hold ([^\s:\]>|)(] in ncclPrefix; RE2's \s is [\t\n\f\r ], without \v).

@@ -15,6 +15,9 @@ func FuzzPrefixMatchesRegexp(f *testing.F) {
 		"[2026-03-02 10:01:17] worker-1:40:131 [0] ncclResult_t nccl_net_ofi_regMr:412",
 		"h:1:2 [2] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208", "h:1:2 [0] x", "h:1 [0]", ":1:2 [0]",
 		"a:b:1:2 [0] :7", "h:1:2 [0] a]b:3", "(RayTrainWorker pid=7) node:12:13 [1]",
+		"h:1:2 [5] transport/net_ib/p2p.cc:688 (ncclIbCompletionEventProcess)", "h:1:2 [5] a.cc:1 (f g)", "h:1:2 [5] a.cc:1 ()",
+		"h:1:2 [5] a.cc:1 (x) (y)", "h:1:2 [5] a.cc:1  (y)", "<cluster_name>:922:1158 [3]", "[hostname]:1:2 [0]", "x<a b>:1:2 [0]",
+		"<a<b>:1:2 [0]", "<>:1:2 [0]", "[1,0]<stdout>:<h>:1:2 [0]", "<ab:1:2 [0]", "[ab:1:2 [0]", "x[h]:1:2 [0] f.cc:9 (g)",
 	} {
 		f.Add(s)
 	}
@@ -95,6 +98,22 @@ func FuzzNextNCCLIsIndex(f *testing.F) {
 		}
 		if got := nextNCCL(s, from); got != want {
 			t.Fatalf("%q from %d: %d, strings.Index %d", s, from, got, want)
+		}
+	})
+}
+
+// FuzzFailureGateIsNecessary holds the words a line must hold for Failures.read to look at it
+// (mayReportFailure) to the expressions it then runs: no failure a line reports is skipped.
+func FuzzFailureGateIsNecessary(f *testing.F) {
+	f.Add("ncclTimeout: Operation timed out.")
+	f.Add("Warning: NCCL EP clean barrier timeout (P2P), myRank 3, peer 5")
+	f.Add("libfabric:1:2::efa:cq:f():3<warn> x")
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, k := range onFailure {
+			if k.re.MatchString(s) && !mayReportFailure(s) {
+				t.Fatalf("%q matches %s but fails mayReportFailure", s, k.re)
+			}
 		}
 	})
 }

@@ -24,6 +24,8 @@ type record struct {
 	// The NCCL prefix (splitNCCL), when nccl.
 	nccl                       bool
 	host, pid, tid, level, msg string
+	loc                        string // a WARN's source file (its location without line or function)
+	class                      string // the failure class a WARN's words name (classifyFailure), "" if none
 
 	// A connection ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"), read from msg, or from the
 	// whole line of a record without NCCL's prefix (a pasted excerpt).
@@ -60,9 +62,10 @@ func (r *record) find(k *keyedRe) []string {
 }
 
 // mayReportFailure says whether Failures.read looks at a line by itself: every failure it reads
-// but the watchdog's holds "rror" (the line after "Last error:" is read whatever it holds).
+// holds one of these words (the line after "Last error:" is read whatever it holds).
 func mayReportFailure(line string) bool {
-	return strings.Contains(line, "rror") || strings.Contains(line, "Watchdog")
+	return strings.Contains(line, "rror") || strings.Contains(line, "atchdog") || strings.Contains(line, "ailure") ||
+		strings.Contains(line, "libfabric:") || strings.Contains(line, "imeout") || strings.Contains(line, "timed out")
 }
 
 // findOnLine is what a failure expression matched in the record, read now if the worker did
@@ -78,7 +81,7 @@ func (r *record) findOnLine(k *keyedRe) []string {
 // line, onFailure on the lines Failures.read looks at. Every other keyed expression reads an
 // NCCL record's message, grouped by gate.
 var (
-	onFailure = []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe}
+	onFailure = []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe, asyncErrorRe, libfabricRe, testFailureRe, hangRe}
 	onMsg     = byGate(slices.DeleteFunc(slices.Clone(keyedExprs), func(k *keyedRe) bool {
 		return k == versionRe || slices.Contains(onFailure, k)
 	}))
@@ -92,6 +95,18 @@ type reading struct {
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string][]hit
+	// classed is the failure class of each WARN message of the batch (every rank prints the same).
+	classed map[string]string
+}
+
+// classOf is classifyFailure of a WARN's message, once per batch.
+func (rd *reading) classOf(msg string) string {
+	c, ok := rd.classed[msg]
+	if !ok {
+		c = classifyFailure(msg)
+		rd.classed[msg] = c
+	}
+	return c
 }
 
 // readLine turns one physical line into its records, appending them to out.
@@ -125,7 +140,11 @@ func (rd *reading) read(r *record) {
 	if m := versionRe.find(r.line); m != nil {
 		rd.hits = append(rd.hits, hit{versionRe, m})
 	}
-	if r.failuresRead = mayReportFailure(r.line); r.failuresRead {
+	r.host, r.pid, r.tid, r.level, r.msg, r.nccl = splitNCCL(r.line)
+	// An NCCL INFO record is none of the failures Failures.read looks for (a framework's, a
+	// launcher's, libfabric's, nccl-tests'; a WARN may be the shared-memory one): most of a log,
+	// its words are not looked for. readNCCL follows NCCL's own records.
+	if r.failuresRead = (!r.nccl || r.level == "WARN") && mayReportFailure(r.line); r.failuresRead {
 		for _, k := range onFailure {
 			if m := k.find(r.line); m != nil {
 				rd.hits = append(rd.hits, hit{k, m})
@@ -133,7 +152,6 @@ func (rd *reading) read(r *record) {
 		}
 	}
 	r.hits = rd.hits[start:len(rd.hits):len(rd.hits)]
-	r.host, r.pid, r.tid, r.level, r.msg, r.nccl = splitNCCL(r.line)
 	text := r.line
 	if r.nccl {
 		text = r.msg
@@ -144,13 +162,15 @@ func (rd *reading) read(r *record) {
 		}
 		if r.level == "WARN" {
 			r.warnKey = hexNumber.ReplaceAllString(strings.TrimSpace(r.msg), "0x…")
+			r.loc = warnFile(r.line)
+			r.class = rd.classOf(r.warnKey)
 		}
 	}
 	if ch, from, to, via, ok := channelOf(text); ok {
 		r.conn, r.channel, r.from, r.to = true, atoi(ch), atoi(from), atoi(to)
 		p, ok := rd.placed[via]
 		if !ok {
-			p[0], p[1] = placeTransport(via)
+			p[0], p[1] = placeTransport(transportName(via))
 			rd.placed[via] = p
 		}
 		r.via, r.where = p[0], p[1]
@@ -197,4 +217,39 @@ func placeTransport(via string) (string, string) {
 		}
 	}
 	return via, "intra"
+}
+
+// warnFile is the source file a WARN line names before " NCCL WARN" ("transport/net_ib.cc" of
+// "[0] transport/net_ib.cc:1295 NCCL WARN", also with 2.30.7's " (function)" after the line).
+func warnFile(line string) string {
+	i := strings.Index(line, " NCCL WARN")
+	if i < 0 {
+		return ""
+	}
+	pre := line[:i]
+	j := strings.LastIndex(pre, "] ")
+	if j < 0 {
+		return ""
+	}
+	loc := pre[j+2:]
+	if k := strings.Index(loc, " ("); k >= 0 {
+		loc = loc[:k]
+	}
+	if k := strings.LastIndexByte(loc, ':'); k >= 0 {
+		loc = loc[:k]
+	}
+	return loc
+}
+
+// transportName is a connection's transport without what follows it on the line: Ray's
+// " [repeated 15x across cluster]", another record glued on, a note in parentheses. A transport's
+// own name holds single spaces ("NET/AWS Libfabric/0", "direct shared memory") and parentheses
+// only glued to it ("/GDRDMA(PCI)").
+func transportName(via string) string {
+	for _, end := range []string{" [", " (", "  ", "\t", " comm ", " rank "} {
+		if i := strings.Index(via, end); i > 0 {
+			via = via[:i]
+		}
+	}
+	return via
 }

@@ -198,7 +198,10 @@ func writeVerdict(w io.Writer, r *bench.Result) {
 
 func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 	what := r.Collective
-	if what == "" {
+	switch {
+	case what == "" && r.Binary != "":
+		what = r.Binary + " (named by the command line)"
+	case what == "":
 		what = "(test not named in the log)"
 	}
 	if r.TestsVersion != "" {
@@ -257,8 +260,12 @@ func wrongCol(r bench.Row) string {
 	for _, m := range []*bench.Measure{r.OutOfPlace, r.InPlace} {
 		switch {
 		case m == nil:
+		case m.MaxError != nil:
+			parts = append(parts, fmt.Sprintf("err %g", *m.MaxError)) // before nccl-tests 2.13: the largest deviation
 		case m.Wrong == nil:
 			parts = append(parts, "N/A")
+		case m.WrongAsPrinted != "":
+			parts = append(parts, m.WrongAsPrinted) // as nccl-tests wrote it: 1.04858e+06
 		default:
 			parts = append(parts, fmt.Sprint(*m.Wrong))
 		}

@@ -23,7 +23,7 @@ func TestBenchReportExitCodes(t *testing.T) {
 		{"nodes given", []string{"--log", benchData + "srun-p4de-2node.txt", "--profile", "p4d-efa", "--test", "all_reduce_perf", "--nodes", "2"}, 3, "no published all_reduce_perf figure for 2 x p4d.24xlarge"},
 		{"unnamed test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa"}, 3, "does not name the test"},
 		{"another test", []string{"--log", benchData + "mpijob-p5-eks-excerpt.txt", "--profile", "p5-efa", "--test", "sendrecv_perf"}, 3, "this is sendrecv_perf"},
-		{"wrong results", []string{"--log", benchData + "wrong-results.txt", "--profile", "p5-efa"}, 1, "1024 wrong elements"},
+		{"wrong results", []string{"--log", benchData + "wrong-results.txt", "--profile", "p5-efa"}, 1, "1 row(s) with wrong elements out-of-place, 256 MiB (first at line 13: 1024 at 256 MiB)"},
 		{"no figure for g6e", []string{"--log", benchData + "g6e-ena-exponent.txt", "--profile", "g6e-ena"}, 3, "no published all_reduce_perf figure"},
 		{"nothing asked", []string{"--log", benchData + "g6e-ena-exponent.txt"}, 0, "transports unknown"},
 		{"json input", []string{"--log", benchData + "all_reduce-p5.json", "--profile", "p5-efa"}, 0, "all_reduce_perf"},
@@ -114,5 +114,23 @@ func TestAnInvalidStackFailsDoctorAndBench(t *testing.T) {
 		if code != exitFail || !strings.Contains(errOut, "Pulumi.broken.yaml is invalid") || !strings.Contains(errOut, "no-such-profile") {
 			t.Errorf("%v: exit %d, %q; want %d and the file's errors", args[:2], code, errOut, exitFail)
 		}
+	}
+}
+
+// TestBenchReportNamesTheTestAndPrintsCountsAsWritten: a table the command line names says so in
+// its first line, and #wrong counts print as nccl-tests wrote them.
+func TestBenchReportNamesTheTestAndPrintsCountsAsWritten(t *testing.T) {
+	code, stdout, stderr := runCLI("bench", "report", "--log", "../../internal/bench/testdata/wrong-exponent-no-footer.txt")
+	for _, want := range []string{"nccl-tests all_reduce_perf (named by the command line), line 6", ", 16 ranks", "1.04858e+06/0", "4 row(s) with wrong elements out-of-place"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in\n%s%s", want, stdout, stderr)
+		}
+	}
+	if code != exitFail {
+		t.Errorf("exit %d, want %d", code, exitFail)
+	}
+	code, stdout, _ = runCLI("bench", "report", "--log", "../../internal/bench/testdata/alltoall-blank-redop-error.txt")
+	if code != exitFail || !strings.Contains(stdout, "err 0/err 1") || !strings.Contains(stdout, "256 ranks") {
+		t.Errorf("exit %d\n%s", code, stdout)
 	}
 }

@@ -20,6 +20,12 @@ type Measure struct {
 	BusBW  float64 `json:"busbwGBps"`
 	// Wrong is the #wrong column; nil when the run did not check results (`-c 0` prints N/A).
 	Wrong *int64 `json:"wrong"`
+	// WrongAsPrinted is the #wrong column as nccl-tests wrote it ("1.04858e+06" once a count
+	// outgrows its width): shown as written, never as a rounded-back integer.
+	WrongAsPrinted string `json:"-"`
+	// MaxError is the "error" column of nccl-tests before 2.13: the largest deviation from the
+	// expected result, judged against the test's own tolerance for the row's type.
+	MaxError *float64 `json:"maxError,omitempty"`
 }
 
 // Row is one message size of an nccl-tests table.
@@ -44,11 +50,13 @@ type Table struct {
 	GivenNodes   int    `json:"-"`
 	TestsVersion string `json:"ncclTestsVersion,omitempty"`
 	// NCCLLibrary is nccl-tests' nccl-library=NNNNN code (e.g. 22703 for 2.27.3).
-	NCCLLibrary int      `json:"ncclLibraryCode,omitempty"`
-	Ranks       int      `json:"ranks,omitempty"` // "#  Rank N" lines
-	Hosts       []string `json:"hosts,omitempty"`
-	Devices     []string `json:"devices,omitempty"` // distinct GPU names from the rank lines
-	Rows        []Row    `json:"rows"`
+	NCCLLibrary int `json:"ncclLibraryCode,omitempty"`
+	// Ranks: the rank lines' count or their highest index + 1 (a listing cut to "Rank 71" is 72),
+	// else processes × threads × GPUs from the launcher's -np and the header's nThread/nGpus.
+	Ranks   int      `json:"ranks,omitempty"`
+	Hosts   []string `json:"hosts,omitempty"`
+	Devices []string `json:"devices,omitempty"` // distinct GPU names from the rank lines
+	Rows    []Row    `json:"rows"`
 	// Elided is true when rows were left out of the log (a "..." line): an excerpt, not a sweep.
 	Elided bool `json:"elided,omitempty"`
 	// OutOfBounds is nccl-tests' own check; nil when the footer is missing (a cut log).
@@ -60,6 +68,8 @@ type Table struct {
 	// MPI's "7 more processes have sent help message …", interleaved stderr, a row cut by another
 	// process's output): left out and reported, never a reason to lose the table.
 	Skipped []SkippedLine `json:"skippedLines,omitempty"`
+
+	threads, gpus, procs int // the header's nThread and nGpus, the launcher's -np (0: not said)
 }
 
 // SkippedLine is one line of a table that was not read as a row, and why.
@@ -222,7 +232,13 @@ func (c *columns) width() int {
 
 var (
 	// A Markdown rendering drops the leading '#' of nccl-tests' header lines: it is optional.
-	rankLine = regexp.MustCompile(`^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
+	// Rank lines: "#  Rank  0 Group  0 Pid  12345 on host device  0 [0x10] NVIDIA H100" (2.13+),
+	// without Group (2019 to 2022) and without Pid (2017, 2018; NVIDIA/nccl-tests#5, #107).
+	rankLine = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
+	// The header's threads and GPUs per process (-t, -g): "# nThread 1 nGpus 8 minBytes …".
+	threadsRe = regexp.MustCompile(`nThread:?\s+(\d+)\s+nGpus:?\s+(\d+)`)
+	// A launcher's process count: "mpirun -np 16 …", "srun -n 16", "--ntasks=16".
+	procsRe = regexp.MustCompile(`(?:mpirun|mpiexec|srun)\b.*?\s(?:-np|-n|--np|--ntasks)[\s=](\d+)`)
 	// The test binary on a launcher's command line ("mpirun … /opt/nccl-tests/build/sendrecv_perf
 	// -b 8 -e 1G"), for logs whose tables do not name their test.
 	binaryRe   = regexp.MustCompile(`(?:^|[/\s])([a-z_]+_perf)(?:_mpi)?(?:\s|$)`)
@@ -288,6 +304,10 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		if strings.Contains(line, "_perf") { // every test binary's name ends so (binaryRe)
 			if m := binaryRe.FindStringSubmatch(line); m != nil {
 				pending.Binary = m[1]
+				pending.procs = 1 // run by itself, unless a launcher says how many
+				if p := procsRe.FindStringSubmatch(line); p != nil {
+					pending.procs, _ = strconv.Atoi(p[1])
+				}
 			}
 		}
 		if cur == nil || cur.AvgBusBW != nil {
@@ -322,6 +342,11 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 	if len(p.Tables) == 0 {
 		return nil, ErrNoTable
 	}
+	for i := range p.Tables {
+		if t := &p.Tables[i]; t.Ranks == 0 && t.procs > 0 && t.threads > 0 && t.gpus > 0 {
+			t.Ranks = t.procs * t.threads * t.gpus // no rank line: what the command line and header say
+		}
+	}
 	return p, nil
 }
 
@@ -347,9 +372,13 @@ func headerFact(next, cur *Table, line string) error {
 		}
 		t.Collective = m[1]
 	} else if m := find(rankLine, "Rank"); m != nil {
-		next.Ranks++
-		next.Hosts = appendNew(next.Hosts, m[1])
-		next.Devices = appendNew(next.Devices, strings.TrimSpace(m[2]))
+		index, _ := strconv.Atoi(m[1])
+		next.Ranks = max(next.Ranks+1, index+1)
+		next.Hosts = appendNew(next.Hosts, m[2])
+		next.Devices = appendNew(next.Devices, strings.TrimSpace(m[3]))
+	} else if m := find(threadsRe, "nGpus"); m != nil {
+		next.threads, _ = strconv.Atoi(m[1])
+		next.gpus, _ = strconv.Atoi(m[2])
 	} else if cur == nil {
 		return nil // a footer with no table before it
 	} else if m := find(oobRe, "Out of bounds values"); m != nil {
@@ -376,6 +405,10 @@ func (c *columns) row(f []string) (Row, error) {
 	var r Row
 	full := c.width()
 	inPlaceOnly := len(c.groups) == 2 && len(f) == full-c.groupLen
+	if len(f) == full-1 && c.op >= 0 && isNumber(f[c.op]) {
+		// Old alltoall and sendrecv rows leave the redop column blank (NVIDIA/nccl-tests#78).
+		f = slices.Insert(slices.Clone(f), c.op, "")
+	}
 	if len(f) != full && !inPlaceOnly {
 		return r, fmt.Errorf("%d fields where the header has %d", len(f), full)
 	}
@@ -431,13 +464,21 @@ func (c *columns) measure(f []string) (*Measure, error) {
 			if err != nil || v < 0 {
 				return nil, fmt.Errorf("%s %q is not a count", c.names[c.groups[0]+3], check)
 			}
-			// Older versions print the maximum relative error ("error", "res"), where small
-			// values are normal: only a #wrong count says results were wrong.
-			if c.names[c.groups[0]+3] == "#wrong" {
+			// Older versions print the largest deviation ("error"), where small values are
+			// normal; a #wrong count says how many elements were wrong.
+			switch c.names[c.groups[0]+3] {
+			case "#wrong":
 				w := int64(v)
-				m.Wrong = &w
+				m.Wrong, m.WrongAsPrinted = &w, check
+			case "error":
+				m.MaxError = &v
 			}
 		}
 	}
 	return m, nil
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }

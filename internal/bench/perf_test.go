@@ -45,7 +45,7 @@ func TestParseFixtures(t *testing.T) {
 		{"g6e-ena-exponent.txt", 32, 8, 16 << 30, 1.94, "all_reduce_perf", "2.19.6", 8, 2, false, true, 1.09072, "float", "sum"},
 		{"per-iteration-g6e.txt", 19, 1 << 10, 1 << 28, 0, "all_reduce_perf", "", 0, 0, false, true, 7.3407, "bfloat16", "max"},
 		{"wrong-results.txt", 11, 1 << 20, 1 << 30, 426.20, "", "", 0, 0, false, true, 284.519, "float", "sum"},
-		{"legacy-res-column.txt", 3, 1 << 20, 1 << 24, 14.0, "", "", 0, 0, false, false, 14.1, "float", "sum"},
+		{"legacy-res-column.txt", 3, 1 << 20, 1 << 24, 14.0, "", "", 1, 1, false, false, 14.1, "float", "sum"}, // a 2017 rank line, without Pid
 		{"all_reduce-p5.json", 12, 1 << 20, 2 << 30, 435.5305, "all_reduce_perf", "", 16, 2, false, true, 313.865, "float", "sum"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

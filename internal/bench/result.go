@@ -144,22 +144,12 @@ func (r *Result) judge() Verdict {
 		}
 		v.Reasons = append(v.Reasons, fmt.Sprintf(format, a...))
 	}
-	for _, row := range r.Rows {
-		for _, m := range []struct {
-			name string
-			m    *Measure
-		}{{"out-of-place", row.OutOfPlace}, {"in-place", row.InPlace}} {
-			if m.m != nil && m.m.Wrong != nil && *m.m.Wrong > 0 {
-				fail("line %d: %d wrong elements at %s (%s): the collective returned wrong data; "+
-					"suspect the GPU, its memory or the fabric before any bandwidth", row.Line, *m.m.Wrong, topology.HumanSize(row.Bytes), m.name)
-			}
-		}
-	}
+	r.judgeRows(fail)
 	if r.OutOfBounds != nil && *r.OutOfBounds > 0 {
 		fail("nccl-tests counted %d out-of-bounds values", *r.OutOfBounds)
 	}
-	if r.OutOfBounds == nil && !r.Elided {
-		unknown("no \"Out of bounds values\" footer: the run ended early or the log was cut")
+	if r.OutOfBounds == nil && r.AvgBusBW == nil && !r.Elided {
+		unknown("no \"Out of bounds values\" or \"Avg bus bandwidth\" footer: the run ended early or the log was cut")
 	}
 	if len(r.Rows) == 0 {
 		unknown("the table has no rows")

@@ -55,7 +55,7 @@ func TestVerdictAgainstPublishedFigures(t *testing.T) {
 		{"no node count", "srun-p4de-2node.txt", p5, false, 1, Unknown, "node count unknown"},
 		{"no instance type", "kubectl-timestamps-nocheck.txt", nil, false, 1, Unknown, "instance type unknown"},
 		{"nobody published g6e", "g6e-ena-exponent.txt", profilePool(t, "g6e-ena"), false, 1, Unknown, "no published all_reduce_perf figure for 2 x g6e.12xlarge"},
-		{"wrong results fail", "wrong-results.txt", p5, false, 1, Fail, "1024 wrong elements at 256 MiB (out-of-place)"},
+		{"wrong results fail", "wrong-results.txt", p5, false, 1, Fail, "1 row(s) with wrong elements out-of-place, 256 MiB (first at line 13: 1024 at 256 MiB)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb := parseFile(t, tc.file).Tables[0]
@@ -173,7 +173,47 @@ func TestInPlaceWrongAloneFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewResult("x", p.Tables[0], nil, "", nil)
-	if r.Verdict.Status != Fail || !strings.Contains(strings.Join(r.Verdict.Reasons, " "), "512 wrong elements at 256 MiB (in-place)") {
+	if r.Verdict.Status != Fail || !strings.Contains(strings.Join(r.Verdict.Reasons, " "), "1 row(s) with wrong elements in-place, 256 MiB (first at line 3: 512 at 256 MiB)") {
 		t.Errorf("in-place wrong: %s %q", r.Verdict.Status, r.Verdict.Reasons)
+	}
+}
+
+// TestOldTablesAndRankCounts: tables of nccl-tests before 2.13 (no Group in rank lines, the
+// "error" column, alltoall rows with a blank redop) are read and judged by the test's own
+// tolerance; ranks come from the highest rank shown, else the launcher and header; failing rows
+// are one line per kind; a footer with its average is not a cut run.
+func TestOldTablesAndRankCounts(t *testing.T) {
+	old := parseFile(t, "alltoall-blank-redop-error.txt").Tables[0]
+	if len(old.Rows) != 3 || old.Rows[0].Op != "" || old.Ranks != 256 || len(old.Skipped) != 0 {
+		t.Fatalf("rows %d, op %q, ranks %d, skipped %+v", len(old.Rows), old.Rows[0].Op, old.Ranks, old.Skipped)
+	}
+	last := old.Rows[2]
+	if last.OutOfPlace.MaxError == nil || *last.OutOfPlace.MaxError != 0 || *last.InPlace.MaxError != 1 || last.InPlace.Wrong != nil {
+		t.Errorf("error columns %+v %+v", last.OutOfPlace, last.InPlace)
+	}
+	r := NewResult("x", old, nil, "", nil)
+	if reasons := strings.Join(r.Verdict.Reasons, " | "); r.Verdict.Status != Fail ||
+		!strings.Contains(reasons, "1 row(s) with an error above float's tolerance (1e-05) in-place, 256 MiB (first at line 14: 1 at 256 MiB)") {
+		t.Errorf("an error of 1 on float rows: %s %q", r.Verdict.Status, reasons)
+	}
+	if ranks := parseFile(t, "rank71-only.txt").Tables[0].Ranks; ranks != 72 {
+		t.Errorf("a listing cut to Rank 71: %d ranks, want 72", ranks)
+	}
+	cut := parseFile(t, "wrong-exponent-no-footer.txt").Tables[0]
+	if cut.Ranks != 16 || cut.Binary != "all_reduce_perf" || cut.Rows[2].OutOfPlace.WrongAsPrinted != "1.04858e+06" {
+		t.Fatalf("ranks %d, binary %q, #wrong as printed %q", cut.Ranks, cut.Binary, cut.Rows[2].OutOfPlace.WrongAsPrinted)
+	}
+	r = NewResult("x", cut, nil, "", nil)
+	var wrong []string
+	for _, reason := range r.Verdict.Reasons {
+		if strings.Contains(reason, "wrong elements") {
+			wrong = append(wrong, reason)
+		}
+		if strings.Contains(reason, "ended early") {
+			t.Errorf("a table with its average line called cut: %q", reason)
+		}
+	}
+	if r.Verdict.Status != Fail || len(wrong) != 1 || !strings.Contains(wrong[0], "4 row(s) with wrong elements out-of-place, 64 MiB to 512 MiB (first at line 8: 262144 at 64 MiB)") {
+		t.Errorf("four wrong rows: %s %q", r.Verdict.Status, r.Verdict.Reasons)
 	}
 }

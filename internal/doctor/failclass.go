@@ -81,6 +81,17 @@ func classifyFailure(text string) string {
 	return ""
 }
 
+// consequenceRe is a WARN that reports a failure seen from its caller: the proxy's "[Proxy
+// Service 9] Failed to execute operation Connect from rank 9, retcode 6" (all recent versions),
+// "Proxy Call to rank 1 failed (Connect)" (2.12–2.17), "[Service thread] Error encountered
+// progressing operation=Connect, res=3, closing connection", "Call to ibv_modify_qp failed with
+// error …". It fails the job by itself (a WARN-only log has no chain), as a general failure its
+// process's named one explains; retcode or res gives NCCL's result.
+var consequenceRe = classKeyed(`Proxy Call to rank \d+ failed|Failed to execute operation|Error encountered progressing operation|Call to \S+ failed`,
+	"Proxy Call to rank ", "Failed to execute operation", "Error encountered progressing", "Call to ")
+
+var retcodeRe = regexp.MustCompile(`(?:retcode |res=)(\d+)`)
+
 // resultNames are NCCL's ncclResult_t codes as a return-code chain prints them ("init.cc:1358
 // -> 3"); NVIDIA/nccl src/nccl.h.in. 7 (ncclInProgress) is a non-blocking call still running,
 // not a failure; 8 (ncclTimeout) is new in 2.30.
@@ -176,6 +187,17 @@ func (f *failureLog) readNCCL(rec *record, line int) {
 		case code != "":
 			f.record(code, msg, line)
 			c.classified, f.named[proc] = true, true
+		case !c.reported && consequenceRe.find(msg) != nil:
+			result := 0
+			if m := retcodeRe.FindStringSubmatch(msg); m != nil {
+				result = atoi(m[1])
+			}
+			evidence := c.warn
+			if evidence != msg {
+				evidence += " (then " + msg + ")"
+			}
+			f.general = append(f.general, generalFailure{proc, resultCode(result), evidence, line})
+			c.reported = true
 		case rec.find(pluginFailRe) != nil:
 			// The net plugin failed to start: NCCL's own chain follows, and NCCL carries on
 			// with its internal network (net-plugin-fallback says so), so the job did not fail.

@@ -69,6 +69,10 @@ func TestChainsAndWarnings(t *testing.T) {
 		{"2.30.7 chain", "h:1:2 [0] NCCL INFO transport/net.cc:1205 (recvProxyProgress) -> 8\n", "nccl-error", "0"},
 		{"named failure explains its process's chain", "h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer x<1>\nh:1:3 [0] NCCL INFO group.cc:65 -> 6 [Async thread]\n", "nccl-remote-error", "0"},
 		{"another process's chain is its own", "h:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer x<1>\nh:9:3 [0] NCCL INFO group.cc:65 -> 2 [Async thread]\n", "nccl-remote-error,nccl-error", "0"},
+		// NCCL_DEBUG=WARN prints no chain: the caller's own words fail the job.
+		{"proxy failure alone", "h:1:2 [0] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 2\n", "nccl-error", "0"},
+		{"proxy failure of code 6 alone", "h:1:2 [0] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 6\n", "nccl-remote-error", "0"},
+		{"2.12 proxy call alone", "h:1:2 [0] proxy.cc:884 NCCL WARN Proxy Call to rank 1 failed (Connect)\n", "nccl-error", "0"},
 		{"plugin failure then its chain", "h:1:2 [0] get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider\nh:1:2 [0] NCCL INFO include/net.h:19 -> 2\n", "net-plugin-fallback", "0"},
 	}
 	for _, c := range cases {

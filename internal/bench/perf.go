@@ -239,6 +239,9 @@ var (
 	threadsRe = regexp.MustCompile(`nThread:?\s+(\d+)\s+nGpus:?\s+(\d+)`)
 	// A launcher's process count: "mpirun -np 16 …", "srun -n 16", "--ntasks=16".
 	procsRe = regexp.MustCompile(`(?:mpirun|mpiexec|srun)\b.*?\s(?:-np|-n|--np|--ntasks)[\s=](\d+)`)
+	// The test's own -g and -t after its binary, for a log whose header line was lost.
+	gpusFlagRe    = regexp.MustCompile(`_perf(?:_mpi)?\b.*?\s(?:-g|--ngpus)[\s=](\d+)`)
+	threadsFlagRe = regexp.MustCompile(`_perf(?:_mpi)?\b.*?\s(?:-t|--nthreads)[\s=](\d+)`)
 	// The test binary on a launcher's command line ("mpirun … /opt/nccl-tests/build/sendrecv_perf
 	// -b 8 -e 1G"), for logs whose tables do not name their test.
 	binaryRe   = regexp.MustCompile(`(?:^|[/\s])([a-z_]+_perf)(?:_mpi)?(?:\s|$)`)
@@ -304,9 +307,15 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		if strings.Contains(line, "_perf") { // every test binary's name ends so (binaryRe)
 			if m := binaryRe.FindStringSubmatch(line); m != nil {
 				pending.Binary = m[1]
-				pending.procs = 1 // run by itself, unless a launcher says how many
+				pending.procs, pending.gpus, pending.threads = 1, 1, 1 // nccl-tests' defaults, unless the line says
 				if p := procsRe.FindStringSubmatch(line); p != nil {
 					pending.procs, _ = strconv.Atoi(p[1])
+				}
+				if g := gpusFlagRe.FindStringSubmatch(line); g != nil {
+					pending.gpus, _ = strconv.Atoi(g[1])
+				}
+				if t := threadsFlagRe.FindStringSubmatch(line); t != nil {
+					pending.threads, _ = strconv.Atoi(t[1])
 				}
 			}
 		}

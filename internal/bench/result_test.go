@@ -217,3 +217,24 @@ func TestOldTablesAndRankCounts(t *testing.T) {
 		t.Errorf("four wrong rows: %s %q", r.Verdict.Status, r.Verdict.Reasons)
 	}
 }
+
+// TestRanksFromTheCommandLine: with no rank line and no header, the launcher's -np and the
+// test's own -g and -t give the ranks; without any of them the ranks stay unknown.
+func TestRanksFromTheCommandLine(t *testing.T) {
+	const table = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"  2147483648     536870912     float     sum      -1   9100.1  235.99  235.99      0   9102.3  235.93  235.93      0\n"
+	for line, want := range map[string]int{
+		"+ mpirun -np 4 /opt/nccl-tests/build/all_reduce_perf -b 8 -e 2G -f 2 -g 8\n": 32,
+		"$ ./build/all_reduce_perf -b 8 -e 2G -t 2 -g 4\n":                            8,
+		"srun --ntasks=16 all_reduce_perf_mpi -b 8 -e 2G\n":                           16,
+		"": 0,
+	} {
+		p, err := ParsePerf(strings.NewReader(line + table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Tables[0].Ranks; got != want {
+			t.Errorf("%q: %d ranks, want %d", line, got, want)
+		}
+	}
+}

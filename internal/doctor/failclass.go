@@ -120,7 +120,7 @@ func networkOfFile(file string) string {
 // failure is the records of one class: the first is the evidence.
 type failure struct {
 	code, evidence string
-	line, count    int
+	count          int
 }
 
 // chain is a thread's WARN and the return-code lines after it, while they last.
@@ -147,10 +147,9 @@ type failureLog struct {
 type generalFailure struct {
 	proc           procKey
 	code, evidence string
-	line           int
 }
 
-func (f *failureLog) record(code, evidence string, line int) {
+func (f *failureLog) record(code, evidence string) {
 	if f.byCode == nil {
 		f.byCode = map[string]*failure{}
 	}
@@ -158,7 +157,7 @@ func (f *failureLog) record(code, evidence string, line int) {
 		x.count++
 		return
 	}
-	x := &failure{code: code, evidence: evidence, line: line, count: 1}
+	x := &failure{code: code, evidence: evidence, count: 1}
 	f.byCode[code] = x
 	f.order = append(f.order, x)
 }
@@ -166,7 +165,7 @@ func (f *failureLog) record(code, evidence string, line int) {
 // readNCCL follows one NCCL record of a thread: a WARN starts or continues its chain (and fails
 // by itself when its words name a class), a return-code line continues it and fails the job,
 // anything else ends it.
-func (f *failureLog) readNCCL(rec *record, line int) {
+func (f *failureLog) readNCCL(rec *record) {
 	m := rec.find(chainRe)
 	pluginFailed := rec.level != "WARN" && m == nil && rec.find(pluginFailRe) != nil
 	if rec.level != "WARN" && m == nil && !pluginFailed && len(f.chains) == 0 {
@@ -185,7 +184,7 @@ func (f *failureLog) readNCCL(rec *record, line int) {
 		}
 		switch code := rec.class; {
 		case code != "":
-			f.record(code, msg, line)
+			f.record(code, msg)
 			c.classified, f.named[proc] = true, true
 		case !c.reported && consequenceRe.find(msg) != nil:
 			result := 0
@@ -196,7 +195,7 @@ func (f *failureLog) readNCCL(rec *record, line int) {
 			if evidence != msg {
 				evidence += " (then " + msg + ")"
 			}
-			f.general = append(f.general, generalFailure{proc, resultCode(result), evidence, line})
+			f.general = append(f.general, generalFailure{proc, resultCode(result), evidence})
 			c.reported = true
 		case rec.find(pluginFailRe) != nil:
 			// The net plugin failed to start: NCCL's own chain follows, and NCCL carries on
@@ -224,12 +223,12 @@ func (f *failureLog) readNCCL(rec *record, line int) {
 	switch {
 	case c != nil && (c.classified || c.reported):
 	case c != nil && c.warn != "":
-		f.general = append(f.general, generalFailure{proc, resultCode(code), fmt.Sprintf("%s (then %s:%s -> %d, %s)", c.warn, m[1], m[2], code, name), line})
+		f.general = append(f.general, generalFailure{proc, resultCode(code), fmt.Sprintf("%s (then %s:%s -> %d, %s)", c.warn, m[1], m[2], code, name)})
 		c.reported = true
 	default:
 		// No WARN before it in this thread (the async thread carries another's error): the
 		// chain line is the evidence.
-		f.general = append(f.general, generalFailure{proc, resultCode(code), fmt.Sprintf("%s:%s -> %d (%s)", m[1], m[2], code, name), line})
+		f.general = append(f.general, generalFailure{proc, resultCode(code), fmt.Sprintf("%s:%s -> %d (%s)", m[1], m[2], code, name)})
 	}
 }
 
@@ -238,7 +237,7 @@ func (f *failureLog) settle() {
 	for _, g := range f.general {
 		if !f.named[g.proc] && !f.said[g.proc] {
 			f.said[g.proc] = true
-			f.record(g.code, g.evidence, g.line)
+			f.record(g.code, g.evidence)
 		}
 	}
 	f.general = nil

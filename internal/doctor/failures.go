@@ -102,7 +102,7 @@ func (f *Failures) read(rec *record, n int) bool {
 			code = "libfabric-efa-warning"
 		}
 		if code != "" {
-			f.records.record(code, text, n)
+			f.records.record(code, text)
 		}
 		mark()
 	}
@@ -117,12 +117,12 @@ func (f *Failures) read(rec *record, n int) bool {
 			code = "nccl-error"
 		}
 		if code != "" {
-			f.records.record(code, text, n)
+			f.records.record(code, text)
 		}
 		mark()
 	}
 	if rec.findOnLine(hangRe) != nil {
-		f.records.record("collective-timeout", text, n)
+		f.records.record("collective-timeout", text)
 		mark()
 	}
 	return found

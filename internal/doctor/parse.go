@@ -289,7 +289,7 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		l.NCCLLines++
 		proc, thread := procKey{rec.host, rec.pid, ""}, procKey{rec.host, rec.pid, rec.tid}
-		l.Failures.records.readNCCL(rec, l.Lines)
+		l.Failures.records.readNCCL(rec)
 		l.parseMessage(rec)
 		c := rec.find(commRe)
 		if c == nil {
@@ -560,8 +560,8 @@ func (l *Log) parseMessage(rec *record) {
 	if m := rec.find(collPluginRe); m != nil {
 		l.CollNetPlugin = strings.TrimSpace(m[1])
 	}
-	if l.NetFile == "" && (rec.level == "WARN" || rec.find(chainRe) != nil) {
-		file := rec.loc
+	if l.NetFile == "" {
+		file := rec.loc // a WARN's; a return-code line names its file in the message
 		if m := rec.find(chainRe); m != nil {
 			file = m[1]
 		}

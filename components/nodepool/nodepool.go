@@ -64,10 +64,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		return nil, err
 	}
 	child := pulumi.Parent(np)
-	tags := map[string]string{topology.LabelPool: spec.Name}
-	for k, v := range args.Tags {
-		tags[k] = v
-	}
+	tags := poolTags(spec, args.Tags)
 	base := resourceName(args.ClusterSettings.Name, spec.Name)
 
 	np.PlacementGroupName = pulumi.String("").ToStringOutput()
@@ -99,7 +96,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	np.LaunchTemplateID = pulumi.String("").ToStringOutput()
 	np.NodeGroupName = pulumi.String("").ToStringOutput()
 	if spec.Provisioner == topology.ProvisionerManagedNodeGroup {
-		lt, err := newLaunchTemplate(ctx, name, base, spec, group, groups, args, tags, child)
+		lt, err := newLaunchTemplate(ctx, name, spec, group, groups, args, tags, child)
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +189,15 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 		Taints:         taints,
 		Tags:           pulumi.ToStringMap(tags),
 	}, opts...)
+}
+
+// poolTags are the tags on every resource of a pool: the stack's and the pool's name.
+func poolTags(spec topology.PoolSpec, stackTags map[string]string) map[string]string {
+	tags := map[string]string{topology.LabelPool: spec.Name}
+	for k, v := range stackTags {
+		tags[k] = v
+	}
+	return tags
 }
 
 // taintEffect maps Kubernetes taint effects to the EKS API's names.

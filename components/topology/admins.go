@@ -34,14 +34,7 @@ func CreatorAdminProblem(spec StackSpec, callerARN string) error {
 // lineOf is the line of a config key ("ns:key" or "ns:key[i]") in a stack file; 0 if the file or
 // key cannot be read (the value came from an ESC environment).
 func fileLineOf(file, key string) int {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
-		return 0
-	}
+	config := fileConfig(file)
 	name, index := key, -1
 	if i := len(key) - 1; i > 0 && key[i] == ']' {
 		for j := i; j >= 0; j-- {
@@ -52,7 +45,7 @@ func fileLineOf(file, key string) int {
 			}
 		}
 	}
-	n := MappingValue(MappingValue(doc.Content[0], "config"), name)
+	n := MappingValue(config, name)
 	switch {
 	case n == nil:
 		return 0
@@ -60,4 +53,17 @@ func fileLineOf(file, key string) int {
 		return n.Content[index].Line
 	}
 	return n.Line
+}
+
+// fileConfig is a stack file's config mapping; nil if the file cannot be read.
+func fileConfig(file string) *yaml.Node {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	return MappingValue(doc.Content[0], "config")
 }

@@ -109,11 +109,22 @@ func (s StackSpec) AtTime(now time.Time) StackSpec {
 	}
 	pools := make([]PoolSpec, len(s.Pools))
 	for i, p := range s.Pools {
-		p.Scaling.MinNodes, p.Scaling.DesiredNodes, p.Scaling.GPULimit = 0, 0, 0
-		p.Findings = append(append([]Finding{}, p.Findings...), Finding{Severity: SeverityWarning, Code: FindingExpired,
+		pools[i] = p.atZero(Finding{Severity: SeverityWarning, Code: FindingExpired,
 			Message: fmt.Sprintf("the stack expired at %s: the pool stays at zero nodes; to run it again, extend the expiry (gpucluster expire --in 8h) and pulumi up", s.Expiry)})
-		pools[i] = p
 	}
 	s.Pools = pools
 	return s
+}
+
+// FindingStopped is the finding on every pool its stack file stops (stopped: true).
+const FindingStopped = "stopped"
+
+// atZero is the pool held at zero nodes, as an expiry or `stopped: true` leaves it: a managed
+// node group at minimum and desired 0, its maximum kept because EKS requires one, and a
+// Karpenter NodePool with a GPU limit of 0. Everything derived from the pool's running size (its
+// ComputeDomain, its benchmark) stays as it was, so that restoring the pool changes nothing else.
+func (p PoolSpec) atZero(why Finding) PoolSpec {
+	p.Scaling.MinNodes, p.Scaling.DesiredNodes, p.Scaling.GPULimit = 0, 0, 0
+	p.Findings = append(append([]Finding{}, p.Findings...), why)
+	return p
 }

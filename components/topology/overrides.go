@@ -64,6 +64,11 @@ var poolSetters = map[string]setter{
 	"amiId":                 str(func(p *Profile, s string) { p.AMIID = s }),
 	"fabricManager":         str(func(p *Profile, s string) { p.FabricManager = FabricManagerMode(s) }),
 	"shmSize":               str(func(p *Profile, s string) { p.ShmSize = s }),
+	"stopped": func(r *reader, v *yaml.Node, key string, p *Profile, _ map[string]int) {
+		if b, ok := r.scalarBool(v, key); ok {
+			p.Stopped = b
+		}
+	},
 	"availabilityZones": func(r *reader, v *yaml.Node, key string, p *Profile, lines map[string]int) {
 		if zs, ok := r.stringList(v, key, "availabilityZones", lines); ok {
 			p.AvailabilityZones = zs

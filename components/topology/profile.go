@@ -150,6 +150,11 @@ type Profile struct {
 	Labels            map[string]string `json:"labels,omitempty"`
 	Taints            []Taint           `json:"taints,omitempty"`
 	Tolerations       []Toleration      `json:"tolerations,omitempty"`
+
+	// Stopped holds a stack's pool at zero nodes while keeping everything else of it (a Capacity
+	// Block pool between blocks, or before its launch template changes: see
+	// CapacityBlockChangeProblem). No built-in profile is stopped.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // clone returns a deep copy, so that overriding a pool never changes the built-in it started from.

@@ -107,6 +107,10 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		if st.Benchmarks.Enabled {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
+		if pool.Profile.Stopped {
+			ps = ps.atZero(Finding{Severity: SeverityInfo, Code: FindingStopped,
+				Message: "the stack file stops the pool (stopped: true): it stays at zero nodes until the key is removed and pulumi up runs"})
+		}
 		spec.Pools = append(spec.Pools, ps)
 	}
 	if err := checkCostGuard(&spec, st); err != nil {

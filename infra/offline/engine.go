@@ -147,11 +147,22 @@ func (e *Engine) NewResource(args pulumi.MockResourceArgs) (string, resource.Pro
 	e.resources = append(e.resources, Resource{URN: urn, ID: id, Type: args.TypeToken, Name: args.Name, Parent: parent,
 		Custom: args.Custom, Inputs: inputs, Dependencies: deps, Options: opts})
 	e.mu.Unlock()
+	if args.TypeToken == stackReferenceType {
+		// A stack the offline engine runs was never deployed: a reference to it (the program's
+		// reference to its own last up) finds no outputs.
+		out := args.Inputs.Copy()
+		out["outputs"] = resource.NewObjectProperty(resource.PropertyMap{})
+		out["secretOutputNames"] = resource.NewArrayProperty(nil)
+		return id, out, nil
+	}
 	if e.plan {
 		return "", args.Inputs, nil // inputs are known; what the cloud adds is not
 	}
 	return id, outputs(args, id), nil
 }
+
+// stackReferenceType is the engine's own resource a StackReference reads.
+const stackReferenceType = "pulumi:pulumi:StackReference"
 
 // options reads the resource options from the engine's register request.
 func options(rpc *pulumirpc.RegisterResourceRequest) Options {

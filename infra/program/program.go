@@ -46,14 +46,14 @@ func Run(stackFile string) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		return deploy(ctx, spec, false)
+		return deploy(ctx, spec, false, false)
 	}
 }
 
 // RunSpec returns the program of a stack already loaded and derived (the offline plan, which
 // reviews the same spec it evaluates).
 func RunSpec(spec topology.StackSpec) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error { return deploy(ctx, spec, false) }
+	return func(ctx *pulumi.Context) error { return deploy(ctx, spec, false, false) }
 }
 
 // RunEngine returns the program as `pulumi up` runs it: the configuration is what the engine
@@ -77,7 +77,7 @@ func RunEngineAt(stackFile string, now func() time.Time) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		return deploy(ctx, spec.AtTime(now()), len(st.Secrets) > 0)
+		return deploy(ctx, spec.AtTime(now()), len(st.Secrets) > 0, true)
 	}
 }
 
@@ -135,16 +135,27 @@ func awsProfile(ctx *pulumi.Context) string {
 // exported receives the stack outputs; tests read them here (Pulumi's mocks do not pass them on).
 var exported = func(map[string]pulumi.Output) {}
 
-func deploy(ctx *pulumi.Context, spec topology.StackSpec, secret bool) error {
+// deploy builds a derived stack and exports its outputs. running: the engine runs the program
+// against a stack that may already exist, whose last up the change is checked against (the
+// offline engine has no stack).
+func deploy(ctx *pulumi.Context, spec topology.StackSpec, secret, running bool) error {
 	if spec.Stack != ctx.Stack() {
 		return fmt.Errorf("%s holds the config of stack %q, but Pulumi runs stack %q: select the stack with pulumi up -s %s",
 			spec.Source, spec.Stack, ctx.Stack(), spec.Stack)
+	}
+	record, err := checkDeployedPools(ctx, spec, running)
+	if err != nil {
+		return err
 	}
 	d, err := Build(ctx, spec)
 	if err != nil {
 		return err
 	}
 	outs := outputs(d, secret)
+	outs[topology.OutputDeployedPools] = record
+	if secret {
+		outs[topology.OutputDeployedPools] = pulumi.ToSecret(record)
+	}
 	for _, k := range slices.Sorted(maps.Keys(outs)) {
 		ctx.Export(k, outs[k])
 	}

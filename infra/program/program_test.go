@@ -550,7 +550,7 @@ func TestRunExportsTheOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"benchmarkJobs", "clusterName", "kubeconfig", "nodeGroupNames", "placementGroupNames", "systemNodeGroupName", "trainingPodTemplates", "vpcId"}
+	want := []string{"benchmarkJobs", "capacityBlockPools", "clusterName", "kubeconfig", "nodeGroupNames", "placementGroupNames", "systemNodeGroupName", "trainingPodTemplates", "vpcId"}
 	if got := sortedKeys(values); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("exports %v, want %v", got, want)
 	}

@@ -106,7 +106,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Interconnect | %s |\n", it.InterconnectDescription())
 	w("| EFA | %s |\n", efaLine(p))
 	w("| Placement | %s: %s |\n", p.Placement.Strategy, p.Placement.Reason)
-	w("| Capacity | %s |\n", capacityLine(p.Capacity))
+	w("| Capacity | %s |\n", capacityLine(p))
 	w("| Image | %s |\n", amiLine(p.AMI))
 	w("| Fabric manager | %s: %s |\n", p.InCluster.FabricManager.RunBy, p.InCluster.FabricManager.Reason)
 	w("| Device plugins | NVIDIA: %s; EFA: %s |\n", yesNo(p.InCluster.NVIDIADevicePlugin), yesNo(p.InCluster.EFADevicePlugin))
@@ -385,11 +385,16 @@ func efaLine(p topology.PoolSpec) string {
 	return fmt.Sprintf("%d interfaces on %d network cards, %s; security group in and out to itself", p.Network.EFAInterfaces, p.Instance.NetworkCards, rdma)
 }
 
-func capacityLine(c topology.CapacitySpec) string {
+func capacityLine(p topology.PoolSpec) string {
+	c := p.Capacity
+	line := string(c.Type)
 	if c.ReservationID != "" {
-		return string(c.Type) + " " + c.ReservationID
+		line += " " + c.ReservationID
 	}
-	return string(c.Type)
+	if c.Type == topology.CapacityCapacityBlock && p.Provisioner == topology.ProvisionerManagedNodeGroup {
+		line += ". " + topology.CapacityBlockChangeNote
+	}
+	return line
 }
 
 func amiLine(a topology.AMISpec) string {

@@ -23,32 +23,64 @@ var computeDomainType = tokens.Type("kubernetes:" + topology.ComputeDomainAPIVer
 // poolEdit is one key a user sets on one pool of a running stack's file.
 type poolEdit struct{ pool, key, value string }
 
-// StackChanges are the change each stack makes in the tier after its first up: what a user of a
-// running stack edits in its file. TestEveryStackHasAChange (internal/realengine) fails until a
-// stack added to stacks/ has one here.
-var StackChanges = map[string][]poolEdit{
-	"dev":             {{"gpu", "nodes", "2"}},
-	"g6e-efa":         {{"gpu", "nodes", "2"}},
-	"g6e-ena":         {{"gpu", "nodes", "2"}},
-	"gb200-nvl72":     {{"nvl", "nodes", "9"}}, // a u-p6e-gb200x72's worth down to a u-p6e-gb200x36's
-	"karpenter-p5":    {{"gpu", "maxNodes", "2"}},
-	"mixed":           {{"train", "capacityReservationId", "cr-0fedcba9876543210"}, {"infer", "maxNodes", "2"}},
-	"p4d-custom-ami":  {{"gpu", "nodes", "3"}},
-	"p4d-efa":         {{"gpu", "nodes", "3"}},
-	"p4d-pod-per-gpu": {{"gpu", "nodes", "2"}},
-	"p5-efa":          {{"gpu", "nodes", "4"}},
+// changeStep is one edit of a running stack's file and one `pulumi up` of it. refusal is part
+// of the error that up must fail with before it changes anything; "" when the up applies it.
+// newTemplate: the edit changes what a launch template is built from; no other step may update
+// one, because a new template version replaces every node of its node group.
+type changeStep struct {
+	edits       []poolEdit
+	refusal     string
+	newTemplate bool
 }
 
-// checkChange edits the workspace's stack file as StackChanges says and runs `pulumi up`. What
-// the topology core makes of the edited file decides the outcome: a file it refuses must fail
-// the up before anything changed; a file it accepts must be applied whole,
-// in place: no resource replaced or deleted (a replaced node group or cluster takes every node
-// with it) but a ComputeDomain, and at least one updated.
+// launchTemplateType is a pool's launch template's resource type.
+const launchTemplateType = tokens.Type("aws:ec2/launchTemplate:LaunchTemplate")
+
+// applied is a change step pulumi up applies.
+func applied(edits ...poolEdit) changeStep { return changeStep{edits: edits} }
+
+// StackChanges are the changes each stack takes in the tier after its first up, in order: what a
+// user of a running stack edits in its file. TestEveryStackHasAChange (internal/realengine) fails
+// until a stack added to stacks/ has one here.
+var StackChanges = map[string][]changeStep{
+	"dev":             {applied(poolEdit{"gpu", "nodes", "2"})},
+	"g6e-efa":         {applied(poolEdit{"gpu", "nodes", "2"})},
+	"g6e-ena":         {applied(poolEdit{"gpu", "nodes", "2"})},
+	"gb200-nvl72":     {applied(poolEdit{"nvl", "nodes", "9"})}, // a u-p6e-gb200x72's worth down to a u-p6e-gb200x36's
+	"karpenter-p5":    {applied(poolEdit{"gpu", "maxNodes", "2"})},
+	"p4d-custom-ami":  {applied(poolEdit{"gpu", "nodes", "3"})},
+	"p4d-efa":         {applied(poolEdit{"gpu", "nodes", "3"})},
+	"p4d-pod-per-gpu": {applied(poolEdit{"gpu", "nodes", "2"})},
+	"p5-efa":          {applied(poolEdit{"gpu", "nodes", "4"})},
+	// A new Capacity Block for the running train pool is refused (its 4 nodes fill the block,
+	// and EKS would roll them); the steps the refusal gives then take it: stop the pool, change
+	// the reservation at zero nodes, start the pool.
+	"mixed": {
+		{edits: []poolEdit{{"train", "capacityReservationId", "cr-0fedcba9876543210"}, {"infer", "maxNodes", "2"}},
+			refusal: "pool train runs 4 node(s) in its Capacity Block, and this change (capacityReservationId cr-0123456789abcdef0 → cr-0fedcba9876543210)"},
+		applied(poolEdit{"train", "capacityReservationId", "cr-0123456789abcdef0"}, poolEdit{"train", "stopped", "true"}, poolEdit{"infer", "maxNodes", "2"}),
+		{edits: []poolEdit{{"train", "capacityReservationId", "cr-0fedcba9876543210"}}, newTemplate: true},
+		applied(poolEdit{"train", "stopped", "false"}),
+	},
+}
+
+// checkChange takes each of the stack's change steps (StackChanges): it edits the workspace's
+// stack file and runs `pulumi up`. A step to be refused, and any file the topology core refuses,
+// must fail the up before anything changed. Any other step must be applied whole, in place: no
+// resource replaced or deleted (a replaced node group or cluster takes every node with it) but a
+// ComputeDomain, and at least one updated.
 func (d *Deployment) checkChange(ctx context.Context) {
-	edits, ok := StackChanges[d.name]
+	steps, ok := StackChanges[d.name]
 	if !ok {
 		d.t.Fatalf("%s: no change in enginetest.StackChanges", d.name)
 	}
+	for _, step := range steps {
+		d.changeStep(ctx, step)
+	}
+}
+
+func (d *Deployment) changeStep(ctx context.Context, step changeStep) {
+	edits := step.edits
 	file := d.Env.StackFile(d.name)
 	if err := editPools(file, edits); err != nil {
 		d.t.Fatal(err)
@@ -56,12 +88,15 @@ func (d *Deployment) checkChange(ctx context.Context) {
 	spec, refused := topology.LoadStack(file)
 	var steps []string
 	err := d.watchSteps(&steps, d.up(ctx))
-	if refused != nil {
-		if err == nil {
-			d.t.Errorf("%s: the core refuses %v, yet pulumi up applied it: %v", d.name, edits, refused)
+	if refused != nil || step.refusal != "" {
+		switch {
+		case err == nil:
+			d.t.Errorf("%s: pulumi up applied %v, which must be refused (core: %v; want %q)", d.name, edits, refused, step.refusal)
+		case step.refusal != "" && !strings.Contains(err.Error(), step.refusal):
+			d.t.Errorf("%s: pulumi up of %v failed, but not with %q: %v", d.name, edits, step.refusal, err)
 		}
 		for _, s := range steps {
-			d.t.Errorf("%s: pulumi up of a refused change (%v) still did: %s", d.name, refused, s)
+			d.t.Errorf("%s: pulumi up of a refused change (%v) still did: %s", d.name, edits, s)
 		}
 		return
 	}
@@ -75,6 +110,9 @@ func (d *Deployment) checkChange(ctx context.Context) {
 		switch apitype.OpType(op) {
 		case apitype.OpUpdate:
 			updated++
+			if resource.URN(urn).Type() == launchTemplateType && !step.newTemplate {
+				d.t.Errorf("%s: pulumi up of %v updates launch template %s: its node group moves to the new version and replaces every node", d.name, edits, urn)
+			}
 		case apitype.OpCreate:
 		case apitype.OpReplace, apitype.OpCreateReplacement, apitype.OpDeleteReplaced:
 			if resource.URN(urn).Type() == computeDomainType {

@@ -1,0 +1,90 @@
+package program
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/gpucluster/gpucluster/components/jsonmap"
+	"github.com/gpucluster/gpucluster/components/nodepool"
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// deployedPools is what this up deploys of each Capacity Block managed node group, recorded in
+// the stack output topology.OutputDeployedPools for the next up to compare with.
+func deployedPools(spec topology.StackSpec) (map[string]topology.DeployedPool, error) {
+	pools := map[string]topology.DeployedPool{}
+	for _, p := range spec.Pools {
+		if p.Provisioner != topology.ProvisionerManagedNodeGroup || p.Capacity.Type != topology.CapacityCapacityBlock {
+			continue
+		}
+		digest, err := nodepool.TemplateDigest(p, spec.Cluster, spec.Tags())
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+		pools[p.Name] = topology.DeployedPool{LaunchTemplate: digest, ReservationID: p.Capacity.ReservationID, DesiredNodes: p.Scaling.DesiredNodes}
+	}
+	return pools, nil
+}
+
+// previousPools reads what the stack's last up recorded (topology.OutputDeployedPools) through a
+// reference to the stack itself: the engine reads the stack's last saved outputs, which this up
+// replaces only when it ends. nil when there are none (a first up, or a stack last deployed
+// before the record existed).
+func previousPools(ctx *pulumi.Context) (map[string]topology.DeployedPool, error) {
+	self := ctx.Stack()
+	if org := ctx.Organization(); org != "" {
+		self = org + "/" + ctx.Project() + "/" + self
+	}
+	ref, err := pulumi.NewStackReference(ctx, self, &pulumi.StackReferenceArgs{})
+	if err != nil {
+		return nil, err
+	}
+	out, err := ref.GetOutputDetails(topology.OutputDeployedPools)
+	if err != nil {
+		return nil, fmt.Errorf("reading the stack's last %s output: %w", topology.OutputDeployedPools, err)
+	}
+	v := out.Value
+	if v == nil {
+		v = out.SecretValue
+	}
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var pools map[string]topology.DeployedPool
+	if err := json.Unmarshal(b, &pools); err != nil {
+		return nil, fmt.Errorf("the stack's last %s output is not what gpucluster records: %w", topology.OutputDeployedPools, err)
+	}
+	return pools, nil
+}
+
+// checkDeployedPools refuses, before anything is created or changed, what the previous up's
+// record says this up cannot finish (topology.CapacityBlockChangeProblem), and returns this up's
+// record as a stack output value.
+func checkDeployedPools(ctx *pulumi.Context, spec topology.StackSpec, previous bool) (pulumi.Output, error) {
+	pools, err := deployedPools(spec)
+	if err != nil {
+		return nil, err
+	}
+	if previous {
+		was, err := previousPools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := topology.CapacityBlockChangeProblem(spec, was, pools); err != nil {
+			return nil, err
+		}
+	}
+	record := map[string]any{}
+	for name, p := range pools {
+		if record[name], err = jsonmap.Of(p); err != nil {
+			return nil, err
+		}
+	}
+	return pulumi.ToMap(record).ToMapOutput(), nil
+}

@@ -218,6 +218,9 @@ func (p *Provider) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pul
 	urn := resource.URN(req.GetUrn())
 	typ := string(urn.Type())
 	out := p.computed(typ, urn.Name(), news, req.GetId(), olds)
+	if typ == launchTemplateType {
+		out["latestVersion"] = nextTemplateVersion(olds, news)
+	}
 	p.rec.Write(record.Call{Provider: "aws", Op: "update", Type: typ, URN: string(urn), ID: req.GetId(), Inputs: plain(news)})
 	props, err := marshal(out)
 	return &pulumirpc.UpdateResponse{Properties: props}, err
@@ -324,4 +327,27 @@ func partition(region string) (name, dnsSuffix string) {
 		return "aws-us-gov", "amazonaws.com"
 	}
 	return "aws", "amazonaws.com"
+}
+
+const launchTemplateType = "aws:ec2/launchTemplate:LaunchTemplate"
+
+// nextTemplateVersion is a launch template's latest version after an update: one more when
+// anything but its tags changed, since the provider then creates a new template version
+// (terraform-provider-aws resourceLaunchTemplateUpdate: every template field and the description
+// are "updateKeys"; tags are set on the template without one). A node group that follows the
+// latest version then updates to it, as on AWS.
+func nextTemplateVersion(olds, news resource.PropertyMap) resource.PropertyValue {
+	latest := olds["latestVersion"]
+	if !latest.IsNumber() {
+		return resource.NewNumberProperty(1)
+	}
+	for k, v := range news {
+		if k == "tags" || k == "tagsAll" {
+			continue
+		}
+		if !v.DeepEquals(olds[k]) {
+			return resource.NewNumberProperty(latest.NumberValue() + 1)
+		}
+	}
+	return latest
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,12 +34,38 @@ func TestUltraServerKubernetesBoundary(t *testing.T) {
 
 // TestDefaultImageDriverBoundary: the default training image is built with CUDA 13, which needs
 // NVIDIA driver 580 or newer (CUDA 13.0 release notes, "CUDA Toolkit and Minimum Required
-// Driver Version"); a custom image's driver 579 is refused and 580 accepted.
+// Driver Version"); where the benchmark jobs run it, a custom image's driver 579 is refused and
+// 580 accepted.
 func TestDefaultImageDriverBoundary(t *testing.T) {
 	for driver, refused := range map[string]bool{"570.195.03": true, "579.99.99": true, "580.65.06": false, "590.10.01": false} {
-		stack := "config:\n  aws:region: us-west-2\n  gpucluster:nvidiaDriverVersion: \"" + driver + "\"\n" +
+		stack := "config:\n  aws:region: us-west-2\n  gpucluster:nvidiaDriverVersion: \"" + driver + "\"\n  gpucluster:benchmarks: {enabled: true}\n" +
 			"  gpucluster:pools:\n    - {name: gpu, profile: p4d-efa, amiFamily: custom, amiId: ami-0123456789abcdef0}\n"
 		checkRefusal(t, "a custom image with driver "+driver+" under the default training image", stack, "which needs driver 580 or newer", refused)
+	}
+}
+
+// TestTheDefaultImageIsRefusedOnlyWhereBenchmarksRunIt: a g7e pool (sm_120, which the default
+// image has no code for) is refused at its profile's line when the stack's benchmark jobs would
+// run the image there, and only warned about, at the same line, when benchmarks are off.
+func TestTheDefaultImageIsRefusedOnlyWhereBenchmarksRunIt(t *testing.T) {
+	stack := "config:\n  aws:region: us-east-1\n%s  gpucluster:pools:\n    - name: gpu\n      profile: g7e-efa\n"
+	spec, err := parseAndDerive(t, fmt.Sprintf(stack, ""))
+	if err != nil {
+		t.Fatalf("g7e without benchmarks: %v, want a warning", err)
+	}
+	var warned bool
+	for _, w := range spec.Warnings {
+		if w.Line == 5 && w.Key == KeyPools+"[0].profile" && strings.Contains(w.Message, "compute capability 12.0") && strings.Contains(w.Message, "benchmarks are off") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("g7e without benchmarks: warnings %v, want one at line 5, %s[0].profile", spec.Warnings, KeyPools)
+	}
+	_, err = parseAndDerive(t, fmt.Sprintf(stack, "  gpucluster:benchmarks: {enabled: true}\n"))
+	ces, ok := err.(ConfigErrors)
+	if !ok || len(ces) != 1 || ces[0].Line != 6 || ces[0].Key != KeyPools+"[0].profile" || !strings.Contains(ces[0].Fix, "turn the stack's benchmarks off") {
+		t.Errorf("g7e with benchmarks: %v, want one error at line 6, %s[0].profile", err, KeyPools)
 	}
 }
 

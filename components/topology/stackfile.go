@@ -61,6 +61,10 @@ type Pool struct {
 	// the pool's profile line), for errors about it.
 	sizeKey  string
 	sizeLine int
+	// typeKey and typeLine are where the file chooses the pool's GPU (instanceType, else its
+	// profile), for errors about what runs on that GPU.
+	typeKey  string
+	typeLine int
 }
 
 // Pulumi's own top-level keys of a stack file (Pulumi.<stack>.yaml).
@@ -119,7 +123,7 @@ func DeriveStack(st Stack) (StackSpec, error) {
 	if err := checkSubnetCapacity(spec, st); err != nil {
 		return StackSpec{}, err
 	}
-	if err := checkPoolsAgainstStack(spec, st); err != nil {
+	if err := checkPoolsAgainstStack(&spec, st); err != nil {
 		return StackSpec{}, err
 	}
 	return spec, nil
@@ -571,7 +575,10 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
 			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
 	}
-	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"]}
+	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"]}
+	if line, set := lines["instanceType"]; set {
+		pool.typeKey, pool.typeLine = key+".instanceType", line
+	}
 	if _, set := lines["maxNodes"]; !set {
 		pool.sizeKey, pool.sizeLine = key+".nodes", lines["nodes"]
 		if _, set := lines["nodes"]; !set {

@@ -71,7 +71,9 @@ func checkDeployedPools(ctx *pulumi.Context, spec topology.StackSpec, previous b
 	if err != nil {
 		return nil, err
 	}
-	if previous {
+	// Only a stack with Capacity Block pools reads its last up: no other stack needs the
+	// reference, and none then depends on the backend resolving it.
+	if previous && len(pools) > 0 {
 		was, err := previousPools(ctx)
 		if err != nil {
 			return nil, err

@@ -34,11 +34,10 @@ func TestTemplateDigestChangesExactlyWithTheTemplate(t *testing.T) {
 	base := digest(derived(t, func(*topology.Profile) {}), tags)
 	custom := func(p *topology.Profile) { p.AMIFamily, p.AMIID = topology.AMICustom, "ami-0123456789abcdef0" }
 	for what, edit := range map[string]func(*topology.Profile){
-		"a new reservation":       func(p *topology.Profile) { p.CapacityReservationID = "cr-0fedcba9876543210" },
-		"a custom image":          custom,
-		"an image family":         func(p *topology.Profile) { p.AMIFamily = topology.AMIBottlerocketNVIDIA },
-		"a custom image's labels": func(p *topology.Profile) { custom(p); p.Labels = map[string]string{"team": "ml"} },
-		"fewer EFA interfaces":    func(p *topology.Profile) { p.EFAInterfaces = 8 },
+		"a new reservation":    func(p *topology.Profile) { p.CapacityReservationID = "cr-0fedcba9876543210" },
+		"a custom image":       custom,
+		"an image family":      func(p *topology.Profile) { p.AMIFamily = topology.AMIBottlerocketNVIDIA },
+		"fewer EFA interfaces": func(p *topology.Profile) { p.EFAInterfaces = 8 },
 	} {
 		if got := digest(derived(t, edit), tags); got == base {
 			t.Errorf("%s leaves the template digest as it was", what)

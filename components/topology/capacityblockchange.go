@@ -16,6 +16,12 @@ const CapacityBlockChangeNote = "A change to its launch template (the reservatio
 	"is refused while the pool runs nodes, since EKS cannot replace the nodes of a full block: stop the pool " +
 	"(stopped: true) and pulumi up, make the change and pulumi up, then remove stopped and pulumi up"
 
+// UpdatesOnlyAtZero says whether a new launch template for the pool must wait until it runs no
+// nodes (CapacityBlockChangeProblem): a managed node group on a Capacity Block.
+func (p PoolSpec) UpdatesOnlyAtZero() bool {
+	return p.Provisioner == ProvisionerManagedNodeGroup && p.Capacity.Type == CapacityCapacityBlock
+}
+
 // DeployedPool is what one up deployed of a Capacity Block pool.
 type DeployedPool struct {
 	// LaunchTemplate is a digest of every stack-file value the pool's launch template is built

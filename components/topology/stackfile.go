@@ -46,11 +46,10 @@ type Stack struct {
 	// guard), and maxCostLine where the file sets it.
 	MaxHourlyCost float64
 	maxCostLine   int
-	// versionLine and imageLine are where the file sets kubernetesVersion and trainingImage, else
-	// the config line.
-	versionLine, imageLine int
-	Expiry, Owner          string // see StackSpec
-	Benchmarks             BenchmarkSettings
+	// versionLine is where the file sets kubernetesVersion, else the config line.
+	versionLine   int
+	Expiry, Owner string // see StackSpec
+	Benchmarks    BenchmarkSettings
 }
 
 // Pool is one GPU pool of a stack.
@@ -265,12 +264,9 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 		}
 	})
 	st.Name, st.Region = StackName(file), region
-	st.versionLine, st.imageLine = configLine, configLine
+	st.versionLine = configLine
 	if l, ok := lines[KeyKubernetesVersion]; ok {
 		st.versionLine = l
-	}
-	if l, ok := lines[KeyTrainingImage]; ok {
-		st.imageLine = l
 	}
 	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
 	st.DriverVersion = DefaultNVIDIADriverVersion

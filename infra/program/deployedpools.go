@@ -16,7 +16,7 @@ import (
 func deployedPools(spec topology.StackSpec) (map[string]topology.DeployedPool, error) {
 	pools := map[string]topology.DeployedPool{}
 	for _, p := range spec.Pools {
-		if p.Provisioner != topology.ProvisionerManagedNodeGroup || p.Capacity.Type != topology.CapacityCapacityBlock {
+		if !p.UpdatesOnlyAtZero() {
 			continue
 		}
 		digest, err := nodepool.TemplateDigest(p, spec.Cluster, spec.Tags())

@@ -151,11 +151,7 @@ func deploy(ctx *pulumi.Context, spec topology.StackSpec, secret, running bool) 
 	if err != nil {
 		return err
 	}
-	outs := outputs(d, secret)
-	outs[topology.OutputDeployedPools] = record
-	if secret {
-		outs[topology.OutputDeployedPools] = pulumi.ToSecret(record)
-	}
+	outs := outputs(d, record, secret)
 	for _, k := range slices.Sorted(maps.Keys(outs)) {
 		ctx.Export(k, outs[k])
 	}
@@ -249,21 +245,22 @@ func buildExpiry(ctx *pulumi.Context, d *Deployment) error {
 
 // outputs are the stack outputs: what a user needs after `pulumi up`. With secret
 // configuration every one is secret: each is derived from the configuration.
-func outputs(d *Deployment, secret bool) map[string]pulumi.Output {
+func outputs(d *Deployment, deployedPools pulumi.Output, secret bool) map[string]pulumi.Output {
 	nodeGroups, placementGroups := pulumi.StringMap{}, pulumi.StringMap{}
 	for name, np := range d.Pools {
 		nodeGroups[name] = np.NodeGroupName
 		placementGroups[name] = np.PlacementGroupName
 	}
 	outs := map[string]pulumi.Output{
-		"clusterName":          d.Cluster.Name,
-		"kubeconfig":           d.Cluster.Kubeconfig,
-		"vpcId":                d.Network.VpcID,
-		"systemNodeGroupName":  d.Cluster.SystemNodeGroup,
-		"nodeGroupNames":       nodeGroups.ToStringMapOutput(),
-		"placementGroupNames":  placementGroups.ToStringMapOutput(),
-		"trainingPodTemplates": pulumi.ToMap(asAnyMap(d.PodTemplates)).ToMapOutput(),
-		"benchmarkJobs":        pulumi.ToMap(asAnyMap(d.BenchmarkJobs)).ToMapOutput(),
+		"clusterName":                d.Cluster.Name,
+		"kubeconfig":                 d.Cluster.Kubeconfig,
+		"vpcId":                      d.Network.VpcID,
+		"systemNodeGroupName":        d.Cluster.SystemNodeGroup,
+		"nodeGroupNames":             nodeGroups.ToStringMapOutput(),
+		"placementGroupNames":        placementGroups.ToStringMapOutput(),
+		"trainingPodTemplates":       pulumi.ToMap(asAnyMap(d.PodTemplates)).ToMapOutput(),
+		"benchmarkJobs":              pulumi.ToMap(asAnyMap(d.BenchmarkJobs)).ToMapOutput(),
+		topology.OutputDeployedPools: deployedPools,
 	}
 	if secret {
 		for k, v := range outs {

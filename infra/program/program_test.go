@@ -45,11 +45,15 @@ func evaluate(t *testing.T, file string) *evaluation {
 	ev := &evaluation{t: t, spec: spec}
 	engine := offline.NewEngine(spec.Stack)
 	err = engine.Run(func(ctx *pulumi.Context) error {
+		record, err := checkDeployedPools(ctx, spec, false)
+		if err != nil {
+			return err
+		}
 		d, err := Build(ctx, spec)
 		if err != nil {
 			return err
 		}
-		for k, v := range outputs(d, false) {
+		for k, v := range outputs(d, record, false) {
 			ctx.Export(k, v)
 		}
 		ev.d = d

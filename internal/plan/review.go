@@ -391,7 +391,7 @@ func capacityLine(p topology.PoolSpec) string {
 	if c.ReservationID != "" {
 		line += " " + c.ReservationID
 	}
-	if c.Type == topology.CapacityCapacityBlock && p.Provisioner == topology.ProvisionerManagedNodeGroup {
+	if p.UpdatesOnlyAtZero() {
 		line += ". " + topology.CapacityBlockChangeNote
 	}
 	return line

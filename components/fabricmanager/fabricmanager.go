@@ -1,9 +1,10 @@
 // Package fabricmanager runs NVIDIA Fabric Manager as a privileged DaemonSet on the NVSwitch
 // pools whose image does not run it on the host (the topology core decides which), and on the
-// pools whose host runs it, a small gate. Without fabric manager, NVLink through NVSwitch is
-// unusable and CUDA fails with error 802 ("system not yet initialized"); so every NVSwitch node
-// starts with topology.FabricManagerTaint, and whichever of the two runs on it removes the taint
-// once fabric manager answers, letting training pods in.
+// pools whose host runs it, a small unprivileged gate. Without fabric manager, NVLink through
+// NVSwitch is unusable and CUDA fails with error 802 ("system not yet initialized"); so every
+// NVSwitch node starts with topology.FabricManagerTaint, and whichever of the two runs on it
+// removes the taint once fabric manager serves, letting training pods in. Both remove it as one
+// service account, which an admission policy confines to its pod's own node and that one taint.
 package fabricmanager
 
 import (
@@ -22,6 +23,22 @@ import (
 // fabric-manager package of exactly the node's driver version (the package is versioned with
 // the driver, and fabric manager refuses a driver of another version).
 const BaseImage = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04"
+
+// CUDASampleImage is NVIDIA's CUDA vector-add sample, the GPU smoke test of the NVIDIA device
+// plugin's README (NVIDIA/k8s-device-plugin README, "Running GPU Jobs"); built on
+// nvidia/cuda:12.5.0-base-ubuntu22.04 (NVIDIA/k8s-samples), so it has a shell, and CUDA 12.5 runs
+// on every driver the pinned images carry (580). The binary prints "Test PASSED" and exits 0, or
+// names the CUDA error and exits non-zero.
+const (
+	CUDASampleImage  = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+	CUDASampleBinary = "/cuda-samples/vectorAdd"
+)
+
+// LifterImage runs the taint lifter: bash and curl without installing anything (the AL2023
+// container image ships curl-minimal and bash: AL2023 user guide "curl-minimal" page, and the
+// image's package list in docker-library/repo-info), from ECR Public, which EKS nodes reach
+// without Docker Hub's pull limits.
+const LifterImage = "public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4"
 
 // CommandPort is fabric manager's command port (fabricmanager.cfg FM_CMD_PORT_NUMBER), bound to
 // 127.0.0.1 of the pod: it accepts connections only once fabric manager is up and serving.
@@ -110,7 +127,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 							Image:   pulumi.String(BaseImage),
 							Command: pulumi.StringArray{pulumi.String("bash"), pulumi.String("-c"), pulumi.String(daemonSetScript(args.DriverVersion))},
 							Env: append(corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
-								lifterEnv()...),
+								append(lifterEnv(), corev1.EnvVarArgs{Name: pulumi.String("FM_PORT"), Value: pulumi.String(strconv.Itoa(CommandPort))})...),
 							// NVSwitch devices and the driver's runtime state are the host's.
 							SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 							ReadinessProbe: &corev1.ProbeArgs{

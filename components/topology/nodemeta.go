@@ -113,7 +113,10 @@ func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 
 // IMDSHopLimit is the instance metadata PUT response hop limit of every node (launch templates
 // and Karpenter's EC2NodeClass alike). 1 keeps IMDSv2 tokens, and so the node role's credentials,
-// out of pods: a pod's traffic is one hop behind the node. Nothing gpucluster runs needs more: the
-// Karpenter controller uses EKS Pod Identity, the VPC CNI and kube-proxy use the host network, and
-// the device plugins and fabric manager never call IMDS. It is Karpenter's default too.
+// out of pods in the pod network: their traffic is one hop behind the node. It does nothing for a
+// pod on the host's network, which is no hop away: those reach the node role, whatever the limit.
+// On gpucluster's nodes these are the VPC CNI and kube-proxy (EKS add-ons that need it) and the
+// EFA device plugin as its chart ships it (components/deviceplugin); the fabric-manager gate and
+// the training pods are not (components/fabricmanager, TrainingPod.HostNetwork). Nothing gpucluster runs needs more than 1: the Karpenter controller
+// uses EKS Pod Identity. It is Karpenter's default too.
 const IMDSHopLimit = 1

@@ -197,8 +197,8 @@ type FabricManagerDecision struct {
 	RunBy    string `json:"runBy"`
 	Deploy   bool   `json:"deployDaemonSet"`
 	Reason   string `json:"reason"`
-	// Gate: a small DaemonSet lifts FabricManagerTaint once the host's fabric manager answers
-	// (host-run fabric manager; the DaemonSet lifts it itself).
+	// Gate: a small DaemonSet lifts FabricManagerTaint once the host's fabric manager serves,
+	// which it learns from CUDA working (host-run fabric manager; the DaemonSet lifts it itself).
 	Gate bool `json:"gate"`
 	// NVLinkSubnetManager: the NVSwitch generation needs NVLSM beside fabric manager (NVLink 5,
 	// fourth-generation NVSwitch: HGX B200).

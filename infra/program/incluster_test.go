@@ -218,9 +218,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
 				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
 			}
-			// Only the EFA plugin (as its upstream chart) and the gate (to reach the host's fabric
-			// manager on 127.0.0.1) share the node's network.
-			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin" || name == fabricmanager.GateName) {
+			// Only the EFA plugin (as its upstream chart) shares the node's network: the gate asks
+			// the driver, not fabric manager's port on the host's loopback.
+			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin") {
 				t.Errorf("%s: %s hostNetwork %v", filepath.Base(file), name, pod["hostNetwork"])
 			}
 			if name == "aws-efa-k8s-device-plugin" {
@@ -335,7 +335,8 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 		!tolerates(pod["tolerations"], topology.FabricManagerTaint) {
 		t.Errorf("fabric manager does not lift its taint: %v", pod)
 	}
-	// Images that run fabric manager on the host get no DaemonSet, but the gate.
+	// Images that run fabric manager on the host get no DaemonSet, but the gate: on the pod
+	// network, as nobody, nothing privileged, nothing installed.
 	for _, stack := range []string{"p5-efa", "p4d-efa"} {
 		gates := 0
 		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
@@ -344,6 +345,18 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 				t.Errorf("%s runs fabric manager on the host, yet a DaemonSet is deployed", stack)
 			case fabricmanager.GateName:
 				gates++
+				gate := r.Input("spec").(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+				if gate["hostNetwork"] == true || gate["hostPID"] == true || gate["volumes"] != nil {
+					t.Errorf("%s: the gate reaches into its host: %v", stack, gate)
+				}
+				for _, c := range append(gate["initContainers"].([]any), gate["containers"].([]any)...) {
+					c := c.(map[string]any)
+					sc := c["securityContext"].(map[string]any)
+					if sc["runAsNonRoot"] != true || sc["allowPrivilegeEscalation"] != false || sc["privileged"] == true ||
+						str(sc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) || strings.Contains(str(c["command"]), "apt-get") {
+						t.Errorf("%s: gate container %v: %v", stack, c["name"], c)
+					}
+				}
 			}
 		}
 		if gates != 1 {

@@ -27,7 +27,23 @@ func (s *Server) AdminKubeconfig() (string, error) { return s.kubeconfig() }
 // ServiceAccountToken is a token of a service account from the TokenRequest API, as the kubelet
 // mounts into its pods: a client holding it has exactly the account's RBAC grants.
 func (s *Server) ServiceAccountToken(namespace, name string) (string, error) {
-	body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`)
+	return s.tokenRequest(namespace, name, `{}`)
+}
+
+// PodServiceAccountToken is the token the kubelet mounts into a pod: bound to the pod, so the
+// API server writes the pod's node into it (authentication.kubernetes.io/node-name in the
+// user's extra, since Kubernetes 1.30). The pod must exist, bound to a node that exists.
+func (s *Server) PodServiceAccountToken(namespace, serviceAccount, pod string) (string, error) {
+	obj, err := s.Get(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"namespace": namespace, "name": pod}})
+	if err != nil {
+		return "", err
+	}
+	uid, _ := obj["metadata"].(map[string]any)["uid"].(string)
+	return s.tokenRequest(namespace, serviceAccount, fmt.Sprintf(`{"boundObjectRef":{"apiVersion":"v1","kind":"Pod","name":%q,"uid":%q}}`, pod, uid))
+}
+
+func (s *Server) tokenRequest(namespace, name, spec string) (string, error) {
+	body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":` + spec + `}`)
 	code, resp, err := s.do("POST", "/api/v1/namespaces/"+namespace+"/serviceaccounts/"+name+"/token", body)
 	if err != nil {
 		return "", err

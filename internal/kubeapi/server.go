@@ -451,12 +451,18 @@ func (s *Server) collectionPath(obj map[string]any) (string, error) {
 }
 
 func (s *Server) do(method, path string, body []byte) (int, []byte, error) {
+	return s.DoAs(s.token, method, path, "application/json", body)
+}
+
+// DoAs sends a request with another bearer token (a service account's, say), to see what the
+// API server lets that identity do: the status code and body, whatever they are.
+func (s *Server) DoAs(token, method, path, contentType string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequest(method, s.URL+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", contentType)
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return 0, nil, err

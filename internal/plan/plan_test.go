@@ -289,23 +289,31 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 }
 
 // REVIEW.md lists everything the stack creates and what holds power: each IAM role with who may
-// assume it and its policies, each ClusterRole, each privileged or host-level pod (the
-// fabric-manager gate installs packages: its nodes need egress), and what is fetched at deploy.
+// assume it and its policies, each ClusterRole and the admission policy that narrows one, each
+// privileged or host-level pod (the fabric-manager gate is neither), and what is fetched at deploy.
 func TestReviewStatesInventoryAndPower(t *testing.T) {
 	dir, _ := writeBundle(t, "karpenter-p5")
-	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")),
+	review := read(t, filepath.Join(dir, "REVIEW.md"))
+	if strings.Contains(review, "DaemonSet `nvidia-fabricmanager-gate`:") {
+		t.Error("REVIEW.md lists the fabric-manager gate among privileged or host-level pods")
+	}
+	mustContain(t, "REVIEW.md", review,
 		"## Inventory", "| `Network` karpenter-p5 | ", "aws ec2 Subnet × 4", "| `KarpenterPool` karpenter-p5-gpu-karpenter | kubernetes karpenter.k8s.aws EC2NodeClass × 1, kubernetes karpenter.sh NodePool × 1 |",
 		"## IAM and cluster-wide power",
 		"| `karpenter-p5-karpenter` | Service pods.eks.amazonaws.com | 1 inline",
 		"| `karpenter-p5-karpenter-node` | Service ec2.amazonaws.com | AmazonEC2ContainerRegistryReadOnly, AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy |",
 		"EKS Pod Identity `karpenter-p5-karpenter` gives a role to the service account `karpenter`.",
 		"- `nvidia-fabricmanager`: nodes: patch",
+		"**Admission policies** (what the API server refuses whatever RBAC grants):",
+		"- `gpucluster-fabricmanager-own-node`, when `request.userInfo.username == \"system:serviceaccount:kube-system:nvidia-fabricmanager\"`: the token names no node",
+		"the taint lifter may patch only the node its pod runs on; the taint lifter may only remove gpucluster.io/fabric-manager: a patch must remove it, and no other taint;",
 		// the MPI operator: cluster-wide only what is cluster-scoped; jobs and lease in their namespaces
 		"- `mpi-operator`: priorityclasses: get, list, watch",
 		"- `mpi-operator` in namespace `default`: configmaps, secrets, services: create, list, watch, update;",
 		"- `mpi-operator` in namespace `mpi-operator`: leases: *; events: create, patch",
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
-		"- DaemonSet `nvidia-fabricmanager-gate`: hostNetwork; installs packages at start (apt-get)",
+		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (nvidia-fabricmanager-gate)",
+		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (nvidia-fabricmanager-gate)",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.17.1` (nvidia-device-plugin)")

@@ -80,7 +80,7 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 			}
 		}
 	})
-	var roles, nsRoles, pods, fetched []string
+	var roles, nsRoles, limits, pods, fetched []string
 	images := map[string][]string{}
 	for _, p := range paths {
 		var obj map[string]any
@@ -95,6 +95,8 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 			fetched = append(fetched, fmt.Sprintf("`%v`, applied as is", obj["file"]))
 		case obj["kind"] == "ClusterRole":
 			roles = append(roles, fmt.Sprintf("- `%s`: %s", nameOf(obj), rulesText(obj["rules"])))
+		case obj["kind"] == "ValidatingAdmissionPolicy":
+			limits = append(limits, policyText(obj))
 		case obj["kind"] == "Role":
 			meta, _ := obj["metadata"].(map[string]any)
 			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`: %s", nameOf(obj), meta["namespace"], rulesText(obj["rules"])))
@@ -116,6 +118,9 @@ func powerSection(resources []offline.Resource, manifests map[string][]byte) (st
 		roles = []string{"- none"}
 	}
 	b.WriteString(strings.Join(roles, "\n") + "\n")
+	if len(limits) > 0 {
+		b.WriteString("\n**Admission policies** (what the API server refuses whatever RBAC grants):\n\n" + strings.Join(limits, "\n") + "\n")
+	}
 	if len(nsRoles) > 0 {
 		b.WriteString("\n**Roles** (permissions within one namespace):\n\n" + strings.Join(nsRoles, "\n") + "\n")
 	}
@@ -222,6 +227,24 @@ func joinAny(v any) string {
 	return strings.Join(out, ", ")
 }
 
+// policyText is a ValidatingAdmissionPolicy as a line: whom it applies to (its match
+// conditions) and what it refuses (its validations' messages).
+func policyText(obj map[string]any) string {
+	spec, _ := obj["spec"].(map[string]any)
+	var when, refuses []string
+	conds, _ := spec["matchConditions"].([]any)
+	for _, c := range conds {
+		cond, _ := c.(map[string]any)
+		when = append(when, fmt.Sprintf("`%v`", cond["expression"]))
+	}
+	checks, _ := spec["validations"].([]any)
+	for _, c := range checks {
+		check, _ := c.(map[string]any)
+		refuses = append(refuses, fmt.Sprint(check["message"]))
+	}
+	return fmt.Sprintf("- `%s`, when %s: %s", nameOf(obj), strings.Join(when, " and "), strings.Join(refuses, "; "))
+}
+
 // podPower is what a pod spec may do beyond an ordinary container.
 func podPower(spec map[string]any) []string {
 	var out []string
@@ -237,7 +260,11 @@ func podPower(spec map[string]any) []string {
 			out = append(out, fmt.Sprintf("host path %v", hp["path"]))
 		}
 	}
-	containers, _ := spec["containers"].([]any)
+	var containers []any
+	for _, key := range []string{"initContainers", "containers"} {
+		list, _ := spec[key].([]any)
+		containers = append(containers, list...)
+	}
 	for _, c := range containers {
 		ctr, _ := c.(map[string]any)
 		sc, _ := ctr["securityContext"].(map[string]any)

@@ -149,7 +149,7 @@ func writeStackSummary(w io.Writer, s topology.StackSpec) {
 	for _, p := range s.Pools {
 		line("pool", "%s: %s × %s (profile %s, %s, %s)", p.Name, p.Scaling.String(), p.Instance.Name, p.Profile, p.Provisioner, p.Capacity.Type)
 	}
-	cost := topology.EstimateCost(s)
+	cost := topology.EstimateCost(s, now())
 	floor := ""
 	if !cost.Complete {
 		floor = "at least "

@@ -3,21 +3,24 @@ package topology
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // What a cluster costs besides its instances, us-east-1 list prices. No module the build holds
-// publishes them, so each is quoted with its source: Amazon EKS pricing (standard support, per
-// cluster-hour; a version in extended support costs $0.60), Amazon VPC pricing (NAT gateway hour;
+// publishes them, so each is quoted with its source: Amazon EKS pricing (per cluster-hour: $0.10
+// for a version in standard support, $0.60 in all for one in extended support; AWS blog "Amazon
+// EKS extended support for Kubernetes versions pricing"), Amazon VPC pricing (NAT gateway hour;
 // the $0.045 per GB it processes is traffic, not counted here), Amazon EBS pricing (gp3 storage;
 // its baseline IOPS and throughput are free).
 const (
-	EKSControlPlaneUSDPerHour = 0.10
-	NATGatewayUSDPerHour      = 0.045
-	GP3USDPerGBMonth          = 0.08
-	hoursPerMonth             = 730
-	CostSource                = "AWS list prices, us-east-1: Amazon EKS (standard support), Amazon VPC (NAT gateway), Amazon EBS (gp3)"
+	EKSControlPlaneUSDPerHour    = 0.10
+	EKSExtendedSupportUSDPerHour = 0.60
+	NATGatewayUSDPerHour         = 0.045
+	GP3USDPerGBMonth             = 0.08
+	hoursPerMonth                = 730
+	CostSource                   = "AWS list prices, us-east-1: Amazon EKS (standard and extended support), Amazon VPC (NAT gateway), Amazon EBS (gp3)"
 )
 
 // systemRootVolumeGiB is the system nodes' root volume (the cluster component's launch template).
@@ -49,8 +52,9 @@ type StackCost struct {
 }
 
 // EstimateCost prices a derived stack with us-east-1 list prices (catalog.PriceSource for instances,
-// CostSource for the rest). Other regions differ; callers say so.
-func EstimateCost(s StackSpec) StackCost {
+// CostSource for the rest) as of at, the day the plan is made or `pulumi up` runs: the control
+// plane by its version's support on that day (controlPlaneCost). Other regions differ; callers say so.
+func EstimateCost(s StackSpec, at time.Time) StackCost {
 	c := StackCost{Complete: true, Source: fmt.Sprintf("%s on-demand prices from %s (generated %s); %s", catalog.PriceRegion, catalog.PriceSource, catalog.PriceDate, CostSource)}
 	add := func(l CostLine) {
 		c.Lines = append(c.Lines, l)
@@ -58,7 +62,7 @@ func EstimateCost(s StackSpec) StackCost {
 		c.AtMost += l.AtMost
 		c.Complete = c.Complete && l.Known
 	}
-	add(CostLine{Item: "EKS control plane", AtDeploy: EKSControlPlaneUSDPerHour, AtMost: EKSControlPlaneUSDPerHour, Known: true})
+	add(controlPlaneCost(s, at))
 	if s.VPC.Create {
 		add(CostLine{Item: "NAT gateway", AtDeploy: NATGatewayUSDPerHour, AtMost: NATGatewayUSDPerHour, Known: true,
 			Note: "plus $0.045 per GB it processes"})
@@ -97,6 +101,30 @@ func EstimateCost(s StackSpec) StackCost {
 		add(l)
 	}
 	return c
+}
+
+// controlPlaneCost is the control plane's hourly price at at, by its version's EKS support: $0.10
+// in standard support, $0.60 from the day it leaves it (EKS's default upgrade policy, EXTENDED,
+// keeps the cluster on its version and bills extended support). With an expiry after that day,
+// the most the stack costs is the extended price.
+func controlPlaneCost(s StackSpec, at time.Time) CostLine {
+	l := CostLine{Item: "EKS control plane (Kubernetes " + s.Cluster.KubernetesVersion + ")", AtDeploy: EKSControlPlaneUSDPerHour, AtMost: EKSControlPlaneUSDPerHour, Known: true}
+	ends := StandardSupportEnds(s.Cluster.KubernetesVersion)
+	if ends.IsZero() {
+		return l
+	}
+	day := ends.Format(time.DateOnly)
+	switch {
+	case !at.Before(ends):
+		l.AtDeploy, l.AtMost = EKSExtendedSupportUSDPerHour, EKSExtendedSupportUSDPerHour
+		l.Note = fmt.Sprintf("extended support since %s", day)
+	case !s.ExpiresAt().IsZero() && s.ExpiresAt().After(ends):
+		l.AtMost = EKSExtendedSupportUSDPerHour
+		l.Note = fmt.Sprintf("extended support from %s, before the expiry: $%.2f per hour from then", day, EKSExtendedSupportUSDPerHour)
+	default:
+		l.Note = fmt.Sprintf("standard support until %s; $%.2f per hour after", day, EKSExtendedSupportUSDPerHour)
+	}
+	return l
 }
 
 // VolumeUSDPerHour is the hourly price of a gp3 volume of gib GiB.

@@ -4,7 +4,72 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
+
+// planDay is the day the cost tests plan on: 1.32 and 1.33 in extended support, 1.34 leaving
+// standard support within the week, 1.35 and 1.36 in it (standardSupportEnds).
+var planDay = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+
+// TestControlPlaneIsPricedByItsSupport: $0.10 in standard support, $0.60 from the day a version
+// leaves it, and at most $0.60 when the stack's expiry is after that day.
+func TestControlPlaneIsPricedByItsSupport(t *testing.T) {
+	for _, c := range []struct {
+		version, expiry  string
+		atDeploy, atMost float64
+		note             string
+	}{
+		{"1.32", "", 0.60, 0.60, "extended support since 2026-03-23"},
+		{"1.33", "", 0.60, 0.60, "extended support since 2026-07-29"},
+		{"1.34", "", 0.10, 0.10, "standard support until 2026-12-02; $0.60 per hour after"},
+		{"1.34", "2026-11-30T18:00:00Z", 0.10, 0.10, "standard support until 2026-12-02"},
+		{"1.34", "2026-12-05T18:00:00Z", 0.10, 0.60, "extended support from 2026-12-02, before the expiry"},
+		{"1.36", "2026-12-05T18:00:00Z", 0.10, 0.10, "standard support until 2027-08-02"},
+	} {
+		s := StackSpec{Cluster: ClusterSettings{KubernetesVersion: c.version}, Expiry: c.expiry}
+		l := controlPlaneCost(s, planDay)
+		if l.AtDeploy != c.atDeploy || l.AtMost != c.atMost || !strings.Contains(l.Note, c.note) || !strings.Contains(l.Item, c.version) {
+			t.Errorf("%s, expiry %q: %+v, want %.2f, %.2f, %q", c.version, c.expiry, l, c.atDeploy, c.atMost, c.note)
+		}
+	}
+	// The first day of extended support is billed at the extended price, from midnight UTC.
+	s := StackSpec{Cluster: ClusterSettings{KubernetesVersion: "1.34"}}
+	if before, on := controlPlaneCost(s, time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)), controlPlaneCost(s, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)); before.AtDeploy != 0.10 || on.AtDeploy != 0.60 {
+		t.Errorf("the day before: %.2f, the day: %.2f", before.AtDeploy, on.AtDeploy)
+	}
+}
+
+// TestSupportWindowIsWarnedAtTheVersionLine: a version in extended support, one leaving it within
+// 30 days, and one leaving it before the expiry are warnings at the kubernetesVersion line; a
+// version in standard support well past the plan (and the expiry) is not.
+func TestSupportWindowIsWarnedAtTheVersionLine(t *testing.T) {
+	for _, c := range []struct{ version, expiry, want string }{
+		{"1.33", "", "Kubernetes 1.33 has been in EKS extended support since 2026-07-29: the control plane costs $0.60 per hour instead of $0.10"},
+		{"1.34", "", "Kubernetes 1.34 leaves EKS standard support on 2026-12-02, in 5 days: from then the control plane costs $0.60"},
+		{"1.35", "2027-04-01T08:00:00Z", "Kubernetes 1.35 leaves EKS standard support on 2027-03-27, before the stack's expiry 2027-04-01T08:00:00Z"},
+		{"1.35", "2027-03-01T08:00:00Z", ""},
+		{"1.36", "", ""},
+	} {
+		data := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"" + c.version + "\"\n"
+		if c.expiry != "" {
+			data += "  gpucluster:expiresAt: \"" + c.expiry + "\"\n"
+		}
+		data += "  gpucluster:pools: [{name: gpu, profile: dev}]\n"
+		st, err := ParseStack("v.yaml", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := StackSpec{Cluster: st.Cluster, Expiry: st.Expiry}
+		checkSupportWindow(&spec, st, planDay)
+		switch {
+		case c.want == "" && len(spec.Warnings) > 0:
+			t.Errorf("%s: %v", c.version, spec.Warnings)
+		case c.want != "" && (len(spec.Warnings) != 1 || !strings.Contains(spec.Warnings[0].Message, c.want) ||
+			spec.Warnings[0].Line != 3 || spec.Warnings[0].Key != KeyKubernetesVersion || !strings.Contains(spec.Warnings[0].Fix, "1.36")):
+			t.Errorf("%s, expiry %q: %+v, want one warning at line 3: %q", c.version, c.expiry, spec.Warnings, c.want)
+		}
+	}
+}
 
 // The dev stack worked by hand: control plane 0.10 + NAT 0.045 + 2 × m7i.large 0.1008 + volumes
 // (2 × 50 GiB + 1 × 200 GiB of gp3 at 0.08 per GB-month over 730 hours) + 1 × g6e.xlarge 1.861.
@@ -17,7 +82,7 @@ func TestEstimateCostByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := EstimateCost(s)
+	c := EstimateCost(s, planDay)
 	want := 0.10 + 0.045 + 2*0.1008 + (2*50+200)*0.08/730 + 1.861
 	if math.Abs(c.AtDeploy-want) > 1e-9 || math.Abs(c.AtMost-want) > 1e-9 || !c.Complete || len(c.Lines) != 5 {
 		t.Errorf("cost %+v, want %.6f", c, want)
@@ -32,7 +97,7 @@ func TestReservedCapacityIsNotAnHourlyCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := DeriveStack(st)
-	c := EstimateCost(s)
+	c := EstimateCost(s, planDay)
 	if len(c.Reserved) != 1 || c.Reserved[0].Pool != "train" || !strings.Contains(c.Reserved[0].Note, "billed by the reservation") || c.AtMost > 1 {
 		t.Errorf("reserved %+v, total at most %.2f", c.Reserved, c.AtMost)
 	}

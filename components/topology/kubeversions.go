@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The EKS Kubernetes versions gpucluster accepts, and the node image release that serves them.
@@ -17,6 +18,12 @@ import (
 //	            1.34+", amazon-eks-ami#2357, and for older versions #2484, #2496, #2503, #2509).
 //	[eks-vers]  EKS user guide, "Understand the Kubernetes version lifecycle on EKS"
 //	            (kubernetes-versions.adoc): end of extended support 1.30 2026-07-23, 1.31 2026-11-26.
+//	[eks-cal]   EKS user guide, kubernetes-versions.adoc, the release calendar (awsdocs/amazon-eks-
+//	            user-guide @8596db85 for 1.32 and 1.33; 1.34 to 1.36 from the same table as copied by
+//	            endoflife-date/release-data releases/amazon-eks.json @ae4ee054, 2026-08-18): end of
+//	            standard support 1.32 2026-03-23, 1.33 2026-07-29, 1.34 2026-12-02, 1.35 2027-03-27,
+//	            1.36 2027-08-02; "Billing for extended support starts at the beginning of the day
+//	            that the version reaches end of standard support, in the UTC+0 timezone."
 //	[karpenter] karpenter-provider-aws v1.14.1 pkg/providers/version/version.go: MaxK8sVersion 1.36
 //	            (read by kubeversions_test.go, with the test API server's version).
 
@@ -37,6 +44,28 @@ var eksKubernetes = map[int]string{
 	34: "1.34.9-20260714",
 	35: "1.35.6-20260714",
 	36: "1.36.2-20260714",
+}
+
+// standardSupportEnds is the day each accepted version leaves EKS standard support [eks-cal]: from
+// that day (UTC) a cluster on it is in extended support, and billed for it, unless its upgrade
+// policy is STANDARD (EKS then upgrades it to the next version instead).
+var standardSupportEnds = map[int]string{
+	32: "2026-03-23",
+	33: "2026-07-29",
+	34: "2026-12-02",
+	35: "2027-03-27",
+	36: "2027-08-02",
+}
+
+// StandardSupportEnds is the first day a version is in extended support (midnight UTC), or the
+// zero time for a version gpucluster does not accept.
+func StandardSupportEnds(version string) time.Time {
+	m := versionPattern.FindStringSubmatch(version)
+	if m == nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.DateOnly, standardSupportEnds[atoi(m[1])])
+	return t
 }
 
 // retiredKubernetes are the versions EKS no longer creates clusters with [eks-vers], with the day

@@ -51,6 +51,9 @@ func TestKubernetesVersionsComeFromData(t *testing.T) {
 		if p, _ := kubernetesVersionProblem(v); p != "" {
 			t.Errorf("%s refused: %s", v, p)
 		}
+		if StandardSupportEnds(v).IsZero() {
+			t.Errorf("%s: no end of standard support: its control plane cannot be priced", v)
+		}
 		if _, retired := retiredKubernetes[minor]; retired {
 			t.Errorf("%s is both accepted and retired", v)
 		}

@@ -116,6 +116,7 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		}
 		spec.Pools = append(spec.Pools, ps)
 	}
+	checkSupportWindow(&spec, st, clock())
 	if err := checkCostGuard(&spec, st); err != nil {
 		return StackSpec{}, err
 	}
@@ -135,7 +136,7 @@ func checkCostGuard(spec *StackSpec, st Stack) error {
 	if st.MaxHourlyCost <= 0 {
 		return nil
 	}
-	c := EstimateCost(*spec)
+	c := EstimateCost(*spec, clock())
 	for _, l := range c.Lines {
 		if !l.Known {
 			spec.Warnings = append(spec.Warnings, ConfigError{File: st.File, Line: st.maxCostLine, Key: KeyMaxHourlyCost,

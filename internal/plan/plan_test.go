@@ -234,7 +234,7 @@ func TestReviewStatesTheWholeCost(t *testing.T) {
 	dir, _ := writeBundle(t, "mixed")
 	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")),
 		"| Hourly cost | $30.60 per hour after `pulumi up`, $90.90 per hour at every pool's maximum",
-		"| EKS control plane | $0.100 | $0.100 |", "| NAT gateway | $0.045 | $0.045 | plus $0.045 per GB it processes |",
+		"| EKS control plane (Kubernetes 1.36) | $0.100 | $0.100 | standard support until 2027-08-02; $0.60 per hour after |", "| NAT gateway | $0.045 | $0.045 | plus $0.045 per GB it processes |",
 		"| system nodes: 2 × m7i.large | $0.202 | $0.202 |", "| pool `infer`: 1 to 3 × g6e.48xlarge | $30.131 | $90.394 |",
 		"Pool `train` (4 to 4 × p5.48xlarge) runs on reserved capacity, not in the totals", "Not hourly: VPC flow logs",
 		// the summary's cell says what its totals leave out
@@ -279,7 +279,7 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 		"pool `train` (managed node group): an EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig`",
 		"pool `burst` (Karpenter): the in-cluster CronJob `gpucluster-expiry`",
 		"Until then the stack costs $110.48 per hour after `pulumi up`", // 2 × 55.04 + 0.10 + 0.045 + 2 × 0.1008 + 500 GiB of gp3
-		"these keep running: EKS control plane, NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
+		"these keep running: EKS control plane (Kubernetes 1.36), NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
 	at("2026-12-02T00:00:00Z")
 	if r, err = Evaluate(f); err != nil {
 		t.Fatal(err)
@@ -317,4 +317,23 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.17.1` (nvidia-device-plugin)")
+}
+
+// What keeps running after the expiry is priced on the expiry's day: a 1.34 control plane whose
+// standard support ends before it costs the extended price then, and the version line warns.
+func TestReviewPricesWhatKeepsRunningOnTheExpirysDay(t *testing.T) {
+	clock, _ := time.Parse(time.RFC3339, "2026-11-23T12:00:00Z")
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
+	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"1.34\"\n  gpucluster:expiresAt: \"2026-12-05T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
+	r, err := Evaluate(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.60 control plane (extended support from 2026-12-02) + 0.045 NAT + 2 × 0.1008 + 100 GiB of gp3.
+	mustContain(t, "REVIEW.md", string(r.Files["REVIEW.md"]),
+		"| EKS control plane (Kubernetes 1.34) | $0.100 | $0.600 | extended support from 2026-12-02, before the expiry: $0.60 per hour from then |",
+		"these keep running: EKS control plane (Kubernetes 1.34), NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.86 per hour**",
+		"Kubernetes 1.34 leaves EKS standard support on 2026-12-02")
 }

@@ -38,7 +38,7 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 			infos++
 		}
 	}
-	cost := topology.EstimateCost(s)
+	cost := topology.EstimateCost(s, now())
 	w("## Summary\n\n| | |\n|---|---|\n")
 	w("| Region | %s |\n", s.Region)
 	w("| Cluster | `%s`, EKS %s, private endpoint%s |\n", s.Cluster.Name, s.Cluster.KubernetesVersion, publicEndpoint(s.Cluster))
@@ -259,7 +259,7 @@ func guardNote(s topology.StackSpec) string {
 
 // costSection is the whole hourly cost, item by item; reserved capacity apart.
 func costSection(s topology.StackSpec) string {
-	c := topology.EstimateCost(s)
+	c := topology.EstimateCost(s, now())
 	var b strings.Builder
 	b.WriteString("## Cost\n\n| item | after `pulumi up` | at every pool's maximum | note |\n|---|---|---|---|\n")
 	for _, l := range c.Lines {
@@ -449,10 +449,12 @@ func expirySection(s topology.StackSpec) string {
 		}
 		fmt.Fprintf(&b, "- pool `%s` (managed node group): an EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` with desired and minimum size 0\n", p.Name)
 	}
-	c := topology.EstimateCost(s)
+	c := topology.EstimateCost(s, now())
 	remaining := 0.0
 	var items []string
-	for _, l := range c.Lines {
+	// What keeps running is priced on the expiry's day: the control plane's version may have
+	// left standard support by then.
+	for _, l := range topology.EstimateCost(s, at).Lines {
 		if l.Pool == "" {
 			remaining += l.AtDeploy
 			items = append(items, l.Item)

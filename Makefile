@@ -1,7 +1,7 @@
 # The project's two tasks besides `go run ./cmd/gpucluster plan`: `make test` runs every test, as
 # CI does (.ci/run). It first builds the test harness, the programs the tests run that are not
 # gpucluster's own code (etcd, the Kubernetes control plane and operators, the Pulumi CLI, the
-# kubernetes provider double, pulumi-eks from npm), into a cache, once: minutes on a fresh machine,
+# pulumi-kubernetes provider, pulumi-eks from npm), into a cache, once: minutes on a fresh machine,
 # seconds after. No test builds them inside its timeout; without them, the tests that need them
 # fail at once and name `make harness`.
 .PHONY: test harness lint

@@ -7,7 +7,7 @@ import (
 )
 
 // Token is the server's admin bearer token (group system:masters), for clients the harness
-// starts outside this package, such as the real-engine tests' kubernetes provider double.
+// starts outside this package, such as the real-engine tests' kubernetes provider.
 func (s *Server) Token() string { return s.token }
 
 // CertificateAuthority is the PEM bundle the server's serving certificate verifies against (it

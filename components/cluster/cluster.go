@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/cloudwatch"
@@ -153,7 +154,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		ClusterSecurityGroup:            sgs.controlPlane,
 		KubernetesServiceIpAddressRange: pulumi.String(s.ServiceCIDR),
 		Tags:                            tags,
-	}, child, pulumi.DependsOn(clusterDeps))
+	}, child, pulumi.DependsOn(clusterDeps), pulumi.Transforms([]pulumi.ResourceTransform{withUpgradePolicy(s.UpgradePolicy)}))
 	if err != nil {
 		return nil, err
 	}
@@ -182,4 +183,26 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		"nodeSecurityGroupId": c.NodeSecurityGroupID, "nodeRoleArn": c.NodeRoleARN, "nodeRoleName": c.NodeRoleName,
 		"systemNodeGroupName": c.SystemNodeGroup,
 	})
+}
+
+// EKSClusterType is the type of pulumi-eks's child that is the EKS cluster itself.
+const EKSClusterType = "aws:eks/cluster:Cluster"
+
+// withUpgradePolicy sets the cluster's upgrade policy (topology.UpgradePolicyExtended or
+// Standard) on pulumi-eks's EKS cluster child. pulumi-eks v2 does not expose it (pulumi-eks#1776,
+// fixed in v4, which needs pulumi-aws v7); pulumi-aws v6's eks.Cluster has it (upgradePolicy.
+// supportType), and a transform reaches a packaged component's children (Pulumi's transforms
+// resource option), applied by the engine as pulumi-eks registers the child.
+func withUpgradePolicy(supportType string) pulumi.ResourceTransform {
+	return func(_ context.Context, args *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+		if args.Type != EKSClusterType {
+			return nil
+		}
+		props := pulumi.Map{}
+		for k, v := range args.Props {
+			props[k] = v
+		}
+		props["upgradePolicy"] = pulumi.Map{"supportType": pulumi.String(supportType)}
+		return &pulumi.ResourceTransformResult{Props: props, Opts: args.Opts}
+	}
 }

@@ -106,7 +106,8 @@ func EstimateCost(s StackSpec, at time.Time) StackCost {
 // controlPlaneCost is the control plane's hourly price at at, by its version's EKS support: $0.10
 // in standard support, $0.60 from the day it leaves it (EKS's default upgrade policy, EXTENDED,
 // keeps the cluster on its version and bills extended support). With an expiry after that day,
-// the most the stack costs is the extended price.
+// the most the stack costs is the extended price. Under the STANDARD policy it is always $0.10:
+// EKS upgrades the cluster that day instead.
 func controlPlaneCost(s StackSpec, at time.Time) CostLine {
 	l := CostLine{Item: "EKS control plane (Kubernetes " + s.Cluster.KubernetesVersion + ")", AtDeploy: EKSControlPlaneUSDPerHour, AtMost: EKSControlPlaneUSDPerHour, Known: true}
 	ends := StandardSupportEnds(s.Cluster.KubernetesVersion)
@@ -115,6 +116,8 @@ func controlPlaneCost(s StackSpec, at time.Time) CostLine {
 	}
 	day := ends.Format(time.DateOnly)
 	switch {
+	case s.Cluster.UpgradePolicy == UpgradePolicyStandard:
+		l.Note = fmt.Sprintf("standard support until %s, when EKS upgrades the cluster (upgradePolicy %s)", day, UpgradePolicyStandard)
 	case !at.Before(ends):
 		l.AtDeploy, l.AtMost = EKSExtendedSupportUSDPerHour, EKSExtendedSupportUSDPerHour
 		l.Note = fmt.Sprintf("extended support since %s", day)

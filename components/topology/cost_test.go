@@ -32,6 +32,11 @@ func TestControlPlaneIsPricedByItsSupport(t *testing.T) {
 			t.Errorf("%s, expiry %q: %+v, want %.2f, %.2f, %q", c.version, c.expiry, l, c.atDeploy, c.atMost, c.note)
 		}
 	}
+	// Under the STANDARD policy EKS upgrades the cluster instead: never the extended price.
+	s0 := StackSpec{Cluster: ClusterSettings{KubernetesVersion: "1.34", UpgradePolicy: UpgradePolicyStandard}, Expiry: "2026-12-05T18:00:00Z"}
+	if l := controlPlaneCost(s0, planDay); l.AtDeploy != 0.10 || l.AtMost != 0.10 || !strings.Contains(l.Note, "when EKS upgrades the cluster") {
+		t.Errorf("1.34 under STANDARD: %+v", l)
+	}
 	// The first day of extended support is billed at the extended price, from midnight UTC.
 	s := StackSpec{Cluster: ClusterSettings{KubernetesVersion: "1.34"}}
 	if before, on := controlPlaneCost(s, time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)), controlPlaneCost(s, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)); before.AtDeploy != 0.10 || on.AtDeploy != 0.60 {
@@ -50,24 +55,50 @@ func TestSupportWindowIsWarnedAtTheVersionLine(t *testing.T) {
 		{"1.35", "2027-03-01T08:00:00Z", ""},
 		{"1.36", "", ""},
 	} {
-		data := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"" + c.version + "\"\n"
-		if c.expiry != "" {
-			data += "  gpucluster:expiresAt: \"" + c.expiry + "\"\n"
-		}
-		data += "  gpucluster:pools: [{name: gpu, profile: dev}]\n"
-		st, err := ParseStack("v.yaml", []byte(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := StackSpec{Cluster: st.Cluster, Expiry: st.Expiry}
-		checkSupportWindow(&spec, st, planDay)
-		switch {
-		case c.want == "" && len(spec.Warnings) > 0:
-			t.Errorf("%s: %v", c.version, spec.Warnings)
-		case c.want != "" && (len(spec.Warnings) != 1 || !strings.Contains(spec.Warnings[0].Message, c.want) ||
-			spec.Warnings[0].Line != 3 || spec.Warnings[0].Key != KeyKubernetesVersion || !strings.Contains(spec.Warnings[0].Fix, "1.36")):
-			t.Errorf("%s, expiry %q: %+v, want one warning at line 3: %q", c.version, c.expiry, spec.Warnings, c.want)
-		}
+		checkSupport(t, c.version, "", c.expiry, c.want, "")
+	}
+}
+
+// TestStandardUpgradePolicyFollowsEKSUpgrade: under STANDARD, a version leaving standard support
+// soon is a warning that EKS will upgrade the cluster; one already past it is an error (the stack
+// file would name an older version than the cluster runs), naming the version EKS moves it to.
+func TestStandardUpgradePolicyFollowsEKSUpgrade(t *testing.T) {
+	checkSupport(t, "1.34", UpgradePolicyStandard, "", "Kubernetes 1.34 leaves EKS standard support on 2026-12-02, in 5 days: from then EKS upgrades the cluster", "")
+	checkSupport(t, "1.33", UpgradePolicyStandard, "", "", "Kubernetes 1.33 left EKS standard support on 2026-07-29: under gpucluster:upgradePolicy STANDARD EKS upgrades the cluster to 1.34")
+	checkSupport(t, "1.36", UpgradePolicyStandard, "", "", "")
+	if _, err := ParseStack("p.yaml", []byte("config:\n  aws:region: us-east-1\n  gpucluster:upgradePolicy: NEVER\n  gpucluster:pools: [{name: gpu, profile: dev}]\n")); err == nil ||
+		!strings.Contains(err.Error(), "p.yaml:3: gpucluster:upgradePolicy: unknown upgrade policy \"NEVER\"") {
+		t.Errorf("an unknown policy: %v", err)
+	}
+}
+
+// checkSupport loads a stack of the version, policy and expiry on planDay: wantWarning is the one
+// warning expected ("" for none), wantError the error.
+func checkSupport(t *testing.T, version, policy, expiry, wantWarning, wantError string) {
+	t.Helper()
+	data := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"" + version + "\"\n"
+	if policy != "" {
+		data += "  gpucluster:upgradePolicy: " + policy + "\n"
+	}
+	if expiry != "" {
+		data += "  gpucluster:expiresAt: \"" + expiry + "\"\n"
+	}
+	data += "  gpucluster:pools: [{name: gpu, profile: dev}]\n"
+	st, err := ParseStack("v.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := StackSpec{Cluster: st.Cluster, Expiry: st.Expiry}
+	err = checkSupportWindow(&spec, st, planDay)
+	if (err == nil) != (wantError == "") || err != nil && (!strings.Contains(err.Error(), wantError) || !strings.Contains(err.Error(), "v.yaml:3: "+KeyKubernetesVersion)) {
+		t.Errorf("%s under %q: error %v, want %q", version, policy, err, wantError)
+	}
+	switch {
+	case wantWarning == "" && len(spec.Warnings) > 0:
+		t.Errorf("%s under %q: %v", version, policy, spec.Warnings)
+	case wantWarning != "" && (len(spec.Warnings) != 1 || !strings.Contains(spec.Warnings[0].Message, wantWarning) ||
+		spec.Warnings[0].Line != 3 || spec.Warnings[0].Key != KeyKubernetesVersion || !strings.Contains(spec.Warnings[0].Fix, "1.36")):
+		t.Errorf("%s under %q, expiry %q: %+v, want one warning at line 3: %q", version, policy, expiry, spec.Warnings, wantWarning)
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 type ClusterSettings struct {
 	Name              string `json:"name"`
 	KubernetesVersion string `json:"kubernetesVersion"`
+	// UpgradePolicy is what EKS does when the version leaves standard support: EXTENDED keeps it
+	// and bills extended support, STANDARD upgrades the cluster to the next version.
+	UpgradePolicy string `json:"upgradePolicy"`
 	// The private endpoint is always on: nodes reach the API server inside the VPC.
 	EndpointPrivateAccess bool     `json:"endpointPrivateAccess"`
 	EndpointPublicAccess  bool     `json:"endpointPublicAccess"`
@@ -134,6 +137,16 @@ const (
 	KeyNVIDIADriverVersion  = ConfigNamespace + ":nvidiaDriverVersion"
 	KeyFlowLogs             = ConfigNamespace + ":flowLogs"
 	KeyMaxHourlyCost        = ConfigNamespace + ":maxHourlyCost"
+	KeyUpgradePolicy        = ConfigNamespace + ":upgradePolicy"
+)
+
+// The EKS cluster upgrade policies (EKS API UpgradePolicyRequest.supportType; EKS UG
+// view-upgrade-policy): EXTENDED, EKS's default, keeps a version past its standard support and
+// bills extended support; STANDARD upgrades the cluster to the next version in standard support
+// instead, and never bills extended support.
+const (
+	UpgradePolicyExtended = "EXTENDED"
+	UpgradePolicyStandard = "STANDARD"
 )
 
 // DefaultNVIDIADriverVersion is the driver the fabric-manager DaemonSet matches when the stack
@@ -187,6 +200,7 @@ func settingsDefaults(stack, region string) (ClusterSettings, VPCSettings) {
 	c := ClusterSettings{
 		Name:                  stack,
 		KubernetesVersion:     DefaultKubernetesVersion,
+		UpgradePolicy:         UpgradePolicyExtended,
 		EndpointPrivateAccess: true,
 		EndpointPublicAccess:  true,
 		PublicAccessCIDRs:     []string{"0.0.0.0/0"},
@@ -223,6 +237,9 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 	}
 	if problem, fix := kubernetesVersionProblem(c.KubernetesVersion); problem != "" {
 		ps.add(KeyKubernetesVersion, fix, "%s", problem)
+	}
+	if c.UpgradePolicy != UpgradePolicyExtended && c.UpgradePolicy != UpgradePolicyStandard {
+		ps.add(KeyUpgradePolicy, "use "+UpgradePolicyExtended+" (EKS's default) or "+UpgradePolicyStandard, "unknown upgrade policy %q", c.UpgradePolicy)
 	}
 	for i, cidr := range c.PublicAccessCIDRs {
 		if _, err := netip.ParsePrefix(cidr); err != nil {

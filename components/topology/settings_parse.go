@@ -17,6 +17,9 @@ func (r *reader) settings(nodes map[string]*yaml.Node, stack, region string, lin
 	if n := nodes[KeyKubernetesVersion]; n != nil {
 		c.KubernetesVersion, _ = r.scalarString(n, KeyKubernetesVersion)
 	}
+	if n := nodes[KeyUpgradePolicy]; n != nil {
+		c.UpgradePolicy, _ = r.scalarString(n, KeyUpgradePolicy)
+	}
 	if n := nodes[KeyEndpointPublicAccess]; n != nil {
 		if b, ok := r.scalarBool(n, KeyEndpointPublicAccess); ok {
 			c.EndpointPublicAccess = b

@@ -72,7 +72,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks}
+	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -116,7 +116,9 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		}
 		spec.Pools = append(spec.Pools, ps)
 	}
-	checkSupportWindow(&spec, st, clock())
+	if err := checkSupportWindow(&spec, st, clock()); err != nil {
+		return StackSpec{}, err
+	}
 	if err := checkCostGuard(&spec, st); err != nil {
 		return StackSpec{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
+	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/destroyorder"
@@ -261,7 +262,7 @@ func (d *Deployment) onlyExpiry(what string, op func(chan<- events.EngineEvent) 
 // checkPulumiEKSChildren: what the real pulumi-eks component created through the aws double is
 // exactly what REVIEW.md's "Inside pulumi-eks" lists (internal/plan), type, name and count.
 func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
-	cluster := d.spec.Cluster.Name
+	clusterName := d.spec.Cluster.Name
 	want := plan.ExpectedPulumiEKSChildren(d.spec)
 	got := make([]int, len(want))
 	for _, c := range calls {
@@ -269,9 +270,17 @@ func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
 			continue
 		}
 		u := resource.URN(c.URN)
+		// The upgrade policy reaches pulumi-eks's EKS cluster through the program's transform,
+		// which the engine applies as the pulumi-eks provider registers the child.
+		if string(u.Type()) == cluster.EKSClusterType {
+			policy, _ := c.Inputs["upgradePolicy"].(map[string]any)
+			if policy["supportType"] != d.spec.Cluster.UpgradePolicy {
+				d.t.Errorf("%s: the EKS cluster was created with upgradePolicy %v, the stack says %s", d.name, c.Inputs["upgradePolicy"], d.spec.Cluster.UpgradePolicy)
+			}
+		}
 		matched := false
 		for i, w := range want {
-			if string(u.Type()) == w.Type && w.Matches(cluster, u.Name()) {
+			if string(u.Type()) == w.Type && w.Matches(clusterName, u.Name()) {
 				got[i]++
 				matched = true
 				break
@@ -283,7 +292,7 @@ func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
 	}
 	for i, w := range want {
 		if got[i] != w.Count {
-			d.t.Errorf("%s: pulumi-eks created %d %s %s-%s, REVIEW.md lists %d", d.name, got[i], w.Type, cluster, w.Name, w.Count)
+			d.t.Errorf("%s: pulumi-eks created %d %s %s-%s, REVIEW.md lists %d", d.name, got[i], w.Type, clusterName, w.Name, w.Count)
 		}
 	}
 }

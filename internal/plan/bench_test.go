@@ -46,7 +46,14 @@ func syntheticStack(b *testing.B, pools int) string {
 	sb.WriteString("config:\n  aws:region: us-east-1\n  gpucluster:pools:\n")
 	profiles := topology.BuiltinProfileNames()
 	for i := 0; i < pools; i++ {
-		fmt.Fprintf(&sb, "    - {name: pool-%d, profile: %s}\n", i, profiles[i%len(profiles)])
+		name := profiles[i%len(profiles)]
+		// A profile on reserved capacity (gb200-nvl72: a Capacity Block) names its reservation
+		// in the stack, as a user's would.
+		reservation := ""
+		if p, _ := topology.BuiltinProfile(name); p.Capacity.Reserved() && p.CapacityReservationID == "" {
+			reservation = fmt.Sprintf(", capacityReservationId: cr-%017d", i)
+		}
+		fmt.Fprintf(&sb, "    - {name: pool-%d, profile: %s%s}\n", i, name, reservation)
 	}
 	file := filepath.Join(b.TempDir(), fmt.Sprintf("Pulumi.synthetic-%d.yaml", pools))
 	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {

@@ -23,8 +23,11 @@ import (
 type Result struct {
 	Spec      topology.StackSpec
 	Resources []offline.Resource
-	Findings  []Finding
-	Files     map[string][]byte // bundle path → content
+	// PolicyTemplates are the inline IAM policies a plan cannot show, with placeholders for the
+	// ARNs known at deploy (policyTemplates), by URN.
+	PolicyTemplates map[string]any
+	Findings        []Finding
+	Files           map[string][]byte // bundle path → content
 }
 
 // Errors counts the error findings: a plan with any fails.
@@ -53,6 +56,9 @@ func Evaluate(stackFile string) (*Result, error) {
 		return nil, fmt.Errorf("evaluating the program of %s: %w", stackFile, err)
 	}
 	r := &Result{Spec: spec, Resources: engine.Resources()}
+	if r.PolicyTemplates, err = policyTemplates(spec, r.Resources); err != nil {
+		return nil, err
+	}
 	r.Findings = Review(spec)
 	r.Files, err = bundle(r)
 	return r, err
@@ -106,6 +112,9 @@ type planResource struct {
 	Custom    bool           `json:"custom"`
 	DependsOn []string       `json:"dependsOn"`
 	Inputs    map[string]any `json:"inputs"`
+	// PolicyTemplate is an inline IAM policy whose inputs.policy is unknown until deploy, with a
+	// placeholder for each ARN AWS gives then (policyTemplates).
+	PolicyTemplate any `json:"policyTemplate,omitempty"`
 	// Options are what update and destroy do besides the defaults; {} when nothing is set.
 	Options offline.Options `json:"options"`
 }
@@ -119,7 +128,7 @@ func bundle(r *Result) (map[string][]byte, error) {
 			deps = []string{}
 		}
 		p.Resources = append(p.Resources, planResource{URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
-			Custom: res.Custom, DependsOn: deps, Inputs: offline.PlainMap(res.Inputs), Options: res.Options})
+			Custom: res.Custom, DependsOn: deps, Inputs: offline.PlainMap(res.Inputs), PolicyTemplate: r.PolicyTemplates[res.URN], Options: res.Options})
 	}
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {

@@ -303,6 +303,11 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"| `karpenter-p5-karpenter` | Service pods.eks.amazonaws.com | 1 inline",
 		"| `karpenter-p5-karpenter-node` | Service ec2.amazonaws.com | AmazonEC2ContainerRegistryReadOnly, AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy |",
 		"EKS Pod Identity `karpenter-p5-karpenter` gives a role to the service account `karpenter`.",
+		"| `karpenter-p5-karpenter` | Service pods.eks.amazonaws.com | 1 inline (below) |",
+		"`karpenter-p5-karpenter-controller` on role `karpenter-p5-karpenter`:",
+		"- `AllowPassingInstanceRole`: allow iam:PassRole on <ARN of aws:iam/role:Role karpenter-p5-karpenter-node>; when StringEquals iam:PassedToService = ec2.amazonaws.com, ec2.amazonaws.com.cn",
+		"- `AllowInterruptionQueueActions`: allow sqs:DeleteMessage, sqs:GetQueueUrl, sqs:ReceiveMessage on <ARN of aws:sqs/queue:Queue karpenter-p5-karpenter-interruption>",
+		"- `AllowAPIServerEndpointDiscovery`: allow eks:DescribeCluster on arn:aws:eks:us-west-2:*:cluster/karpenter-p5",
 		"- `nvidia-fabricmanager`: nodes: patch",
 		"**Admission policies** (what the API server refuses whatever RBAC grants):",
 		"- `gpucluster-fabricmanager-own-node`, when `request.userInfo.username == \"system:serviceaccount:kube-system:nvidia-fabricmanager\"`: the token names no node",
@@ -336,4 +341,47 @@ func TestReviewPricesWhatKeepsRunningOnTheExpirysDay(t *testing.T) {
 		"| EKS control plane (Kubernetes 1.34) | $0.100 | $0.600 | extended support from 2026-12-02, before the expiry: $0.60 per hour from then |",
 		"these keep running: EKS control plane (Kubernetes 1.34), NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.86 per hour**",
 		"Kubernetes 1.34 leaves EKS standard support on 2026-12-02")
+}
+
+// TestEveryInlinePolicyIsReadable: plan.json and REVIEW.md show every inline IAM policy of every
+// stack statement by statement, an expiring stack's scheduler policy too: the text where a plan
+// knows it, else the template with placeholders for the ARNs AWS gives at deploy, never
+// "<unknown until deploy>" alone.
+func TestEveryInlinePolicyIsReadable(t *testing.T) {
+	files, _ := filepath.Glob("../../stacks/Pulumi.*.yaml")
+	expiring := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
+	os.WriteFile(expiring, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2099-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
+	inline := 0
+	for _, f := range append(files, expiring) {
+		r, err := Evaluate(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p planJSON
+		if err := json.Unmarshal(r.Files["plan.json"], &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range p.Resources {
+			if res.Type != rolePolicyType {
+				continue
+			}
+			inline++
+			doc := res.PolicyTemplate
+			if text, _ := res.Inputs["policy"].(string); text != offline.Unknown {
+				json.Unmarshal([]byte(text), &doc)
+			} else if doc == nil {
+				t.Errorf("%s: %s: no policy and no template", filepath.Base(f), res.Name)
+			}
+			statements, _ := mapOf(doc)["Statement"].([]any)
+			if len(statements) == 0 {
+				t.Errorf("%s: %s: no statements in %v", filepath.Base(f), res.Name, doc)
+			}
+		}
+		if review := string(r.Files["REVIEW.md"]); strings.Contains(review, "its text is unknown until deploy") {
+			t.Errorf("%s: REVIEW.md has an inline policy it cannot show", filepath.Base(f))
+		}
+	}
+	if inline < len(files)+2 { // a flow-log policy per stack, the Karpenter controller's, the scheduler's
+		t.Errorf("only %d inline policies in %d stacks", inline, len(files)+1)
+	}
 }

@@ -69,10 +69,11 @@ func shortType(t string) string {
 // powerSection says what the stack may do and what runs with power: each IAM role, who may
 // assume it and its policies; each ClusterRole's rules; every pod that is privileged or reaches
 // into its host; and everything fetched from the internet at deploy time.
-func powerSection(resources []offline.Resource, manifests map[string][]byte) (string, error) {
+func powerSection(resources []offline.Resource, templates map[string]any, manifests map[string][]byte) (string, error) {
 	var b strings.Builder
 	b.WriteString("## IAM and cluster-wide power\n\n")
 	b.WriteString(rolesTable(resources))
+	b.WriteString(inlinePolicies(resources, templates))
 	paths := slices.Sorted(func(yield func(string) bool) {
 		for p := range manifests {
 			if !yield(p) {
@@ -167,7 +168,7 @@ func rolesTable(resources []offline.Resource) string {
 		name, _ := in["name"].(string)
 		policies := append([]string{}, attached[name]...)
 		if n := inline[name]; n > 0 {
-			policies = append(policies, fmt.Sprintf("%d inline (its text names ARNs known at deploy; plan.json shows the statements it can)", n))
+			policies = append(policies, fmt.Sprintf("%d inline (below)", n))
 		}
 		if len(policies) == 0 {
 			policies = []string{"none"}
@@ -178,6 +179,66 @@ func rolesTable(resources []offline.Resource) string {
 		fmt.Fprintf(&b, "\nEKS Pod Identity `%s` gives a role to the service account `%s`.\n", assoc, strings.Join(usedBy[assoc], "`, `"))
 	}
 	return b.String()
+}
+
+// inlinePolicies writes every inline IAM policy statement by statement: the text the program
+// writes, or where it names ARNs known only at deploy, its template with a placeholder for each
+// (policyTemplates; plan.json's policyTemplate).
+func inlinePolicies(resources []offline.Resource, templates map[string]any) string {
+	var b strings.Builder
+	for _, r := range resources {
+		if r.Type != rolePolicyType {
+			continue
+		}
+		in := offline.PlainMap(r.Inputs)
+		doc := templates[r.URN]
+		if text, ok := in["policy"].(string); ok && text != offline.Unknown {
+			if json.Unmarshal([]byte(text), &doc) != nil {
+				doc = nil
+			}
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n**Inline policies** (`<ARN of …>` stands for an ARN AWS gives at deploy):\n")
+		}
+		fmt.Fprintf(&b, "\n`%s` on role `%v`:\n\n", r.Name, in["role"])
+		statements, _ := mapOf(doc)["Statement"].([]any)
+		if len(statements) == 0 {
+			b.WriteString("- its text is unknown until deploy\n")
+		}
+		for _, st := range statements {
+			b.WriteString("- " + statementText(mapOf(st)) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// statementText is one IAM statement as a line: its id, effect, actions, resources and conditions.
+func statementText(st map[string]any) string {
+	line := fmt.Sprintf("`%v`: %v %s on %s", st["Sid"], strings.ToLower(fmt.Sprint(st["Effect"])), listText(st["Action"]), listText(st["Resource"]))
+	var conds []string
+	for _, op := range topology.SortedKeys(mapOf(st["Condition"])) {
+		keys := mapOf(mapOf(st["Condition"])[op])
+		for _, k := range topology.SortedKeys(keys) {
+			conds = append(conds, fmt.Sprintf("%s %s = %s", op, k, listText(keys[k])))
+		}
+	}
+	if len(conds) > 0 {
+		line += "; when " + strings.Join(conds, ", ")
+	}
+	return line
+}
+
+// listText is a JSON string or list of strings, comma-separated.
+func listText(v any) string {
+	if list, ok := v.([]any); ok {
+		return joinAny(list)
+	}
+	return fmt.Sprint(v)
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // principals are the services a trust policy lets assume its role.

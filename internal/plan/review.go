@@ -65,7 +65,7 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 		return nil, err
 	}
 	w("%s", quotas)
-	power, err := powerSection(r.Resources, manifests)
+	power, err := powerSection(r.Resources, r.PolicyTemplates, manifests)
 	if err != nil {
 		return nil, err
 	}

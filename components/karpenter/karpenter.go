@@ -37,7 +37,9 @@ type Args struct {
 	Region      string
 	// Replicas is the number of controllers (topology.SystemNodes.KarpenterReplicas).
 	Replicas int
-	Tags     map[string]string
+	// NodeRepair turns on the controller's node repair (topology.StackSpec.KarpenterNodeRepair).
+	NodeRepair bool
+	Tags       map[string]string
 	// K8s is the Kubernetes provider bound to the cluster.
 	K8s pulumi.ProviderResource
 	// Needs are what the controller needs, outside this component, to terminate its instances
@@ -173,7 +175,10 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		Version:   pulumi.String(ChartVersion),
 		Namespace: pulumi.String(k8sargs.Namespace),
 		Values: pulumi.Map{
-			"settings":       pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name},
+			"settings": pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name,
+				// Karpenter replaces a node whose node monitoring agent condition or Ready stays
+				// false (pkg/cloudprovider RepairPolicies); an alpha gate, off by default.
+				"featureGates": pulumi.Map{"nodeRepair": pulumi.Bool(args.NodeRepair)}},
 			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
 			"replicas":       pulumi.Int(args.Replicas),
 			// The controller runs on the system nodes: never on a node it manages.

@@ -188,6 +188,8 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 		Labels:         pulumi.ToStringMap(spec.Labels),
 		Taints:         taints,
 		Tags:           pulumi.ToStringMap(tags),
+		// Only on or off: the thresholds and per-condition actions need pulumi-aws v7.
+		NodeRepairConfig: awseks.NodeGroupNodeRepairConfigArgs{Enabled: pulumi.Bool(spec.NodeRepair.Enabled)},
 	}, opts...)
 }
 

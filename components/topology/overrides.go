@@ -69,6 +69,11 @@ var poolSetters = map[string]setter{
 			p.Stopped = b
 		}
 	},
+	"nodeRepair": func(r *reader, v *yaml.Node, key string, p *Profile, _ map[string]int) {
+		if b, ok := r.scalarBool(v, key); ok {
+			p.NodeRepair = &b
+		}
+	},
 	"availabilityZones": func(r *reader, v *yaml.Node, key string, p *Profile, lines map[string]int) {
 		if zs, ok := r.stringList(v, key, "availabilityZones", lines); ok {
 			p.AvailabilityZones = zs

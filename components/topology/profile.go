@@ -155,6 +155,9 @@ type Profile struct {
 	// Block pool between blocks, or before its launch template changes: see
 	// CapacityBlockChangeProblem). No built-in profile is stopped.
 	Stopped bool `json:"stopped,omitempty"`
+	// NodeRepair turns EKS node auto repair on or off for the pool; unset, the stack decides
+	// (deriveNodeRepair). No built-in profile sets it.
+	NodeRepair *bool `json:"nodeRepair,omitempty"`
 }
 
 // clone returns a deep copy, so that overriding a pool never changes the built-in it started from.
@@ -165,6 +168,10 @@ func (p Profile) clone() Profile {
 	c.Tolerations = append([]Toleration(nil), p.Tolerations...)
 	c.NCCLEnv = cloneMap(p.NCCLEnv)
 	c.Labels = cloneMap(p.Labels)
+	if p.NodeRepair != nil {
+		repair := *p.NodeRepair
+		c.NodeRepair = &repair
+	}
 	return c
 }
 

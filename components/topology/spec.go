@@ -66,6 +66,8 @@ type PoolSpec struct {
 	InCluster   InClusterSpec   `json:"inCluster"`
 	TrainingPod TrainingPodSpec `json:"trainingPod"`
 	NCCL        NCCLExpectation `json:"nccl"`
+	// NodeRepair is whether EKS repairs the pool's failed nodes (decided with the stack).
+	NodeRepair NodeRepairSpec `json:"nodeRepair"`
 	// Benchmark is the pool's benchmark jobs (nil unless the stack enables benchmarks).
 	Benchmark *PoolBenchmark `json:"benchmark,omitempty"`
 	Findings  []Finding      `json:"findings"`

@@ -64,6 +64,9 @@ type Pool struct {
 	// profile), for errors about what runs on that GPU.
 	typeKey  string
 	typeLine int
+	// repairKey and repairLine are where the file sets nodeRepair, else the pool's profile line.
+	repairKey  string
+	repairLine int
 }
 
 // Pulumi's own top-level keys of a stack file (Pulumi.<stack>.yaml).
@@ -110,11 +113,15 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		if st.Benchmarks.Enabled {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
+		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled)
 		if pool.Profile.Stopped {
 			ps = ps.atZero(Finding{Severity: SeverityInfo, Code: FindingStopped,
 				Message: "the stack file stops the pool (stopped: true): it stays at zero nodes until the key is removed and pulumi up runs"})
 		}
 		spec.Pools = append(spec.Pools, ps)
+	}
+	if err := checkKarpenterNodeRepair(spec, st); err != nil {
+		return StackSpec{}, err
 	}
 	if err := checkSupportWindow(&spec, st, clock()); err != nil {
 		return StackSpec{}, err
@@ -574,7 +581,11 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
 			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
 	}
-	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"]}
+	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"],
+		repairKey: key + ".profile", repairLine: lines["profile"]}
+	if line, set := lines["nodeRepair"]; set {
+		pool.repairKey, pool.repairLine = key+".nodeRepair", line
+	}
 	if line, set := lines["instanceType"]; set {
 		pool.typeKey, pool.typeLine = key+".instanceType", line
 	}

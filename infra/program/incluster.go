@@ -99,8 +99,8 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		if in.Karpenter == nil {
 			in.Karpenter, err = karpenter.New(ctx, spec.Cluster.Name+"-karpenter", karpenter.Args{
 				ClusterName: d.Cluster.Name, Cluster: spec.Cluster.Name, Region: spec.Region, Tags: tags, K8s: in.Provider,
-				Replicas: spec.Cluster.SystemNodes.KarpenterReplicas(),
-				Needs:    append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+				Replicas: spec.Cluster.SystemNodes.KarpenterReplicas(), NodeRepair: spec.KarpenterNodeRepair(),
+				Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
 			})
 			if err != nil {
 				return nil, err

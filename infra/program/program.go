@@ -21,6 +21,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/expiry"
 	"github.com/gpucluster/gpucluster/components/network"
+	"github.com/gpucluster/gpucluster/components/nodehealth"
 	"github.com/gpucluster/gpucluster/components/nodepool"
 	"github.com/gpucluster/gpucluster/components/podtemplate"
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -211,6 +212,11 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 			return nil, err
 		} else if objs != nil {
 			d.BenchmarkJobs[pool.Name] = benchjobs.List(objs)
+		}
+	}
+	if spec.NodeRepairAnywhere() {
+		if _, err := nodehealth.New(ctx, spec.Cluster.Name+"-node-health", nodehealth.Args{ClusterName: d.Cluster.Name, Tags: tags}); err != nil {
+			return nil, err
 		}
 	}
 	if d.InCluster, err = buildInCluster(ctx, d); err != nil {

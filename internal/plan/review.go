@@ -110,6 +110,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Image | %s |\n", amiLine(p.AMI))
 	w("| Fabric manager | %s: %s |\n", p.InCluster.FabricManager.RunBy, p.InCluster.FabricManager.Reason)
 	w("| Device plugins | NVIDIA: %s; EFA: %s |\n", yesNo(p.InCluster.NVIDIADevicePlugin), yesNo(p.InCluster.EFADevicePlugin))
+	w("| Node repair | %s: %s |\n", onOff(p.NodeRepair.Enabled), p.NodeRepair.Reason)
 	if cd := p.TrainingPod.ComputeDomain; cd != nil {
 		w("| NVLink domain | %s |\n", nvlinkDomainLine(p, *cd))
 	}
@@ -402,6 +403,13 @@ func amiLine(a topology.AMISpec) string {
 		return string(a.Family) + " " + a.ID
 	}
 	return string(a.Family)
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 func yesNo(d topology.Decision) string {

@@ -77,11 +77,25 @@ func userData(spec topology.PoolSpec, cluster Cluster) (string, error) {
 			return "", err
 		}
 		// EKS merges a NodeConfig part of a MIME multi-part document with its own (AL2023 user data).
-		mime := fmt.Sprintf("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=%q\n\n--%s\nContent-Type: application/node.eks.aws\n\n---\n%s\n--%s--\n",
-			mimeBoundary, mimeBoundary, doc, mimeBoundary)
+		mime := fmt.Sprintf("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=%q\n\n--%s\nContent-Type: application/node.eks.aws\n\n---\n%s\n",
+			mimeBoundary, mimeBoundary, doc)
+		if opts := spec.AMI.NVIDIAModuleOptions; len(opts) > 0 {
+			mime += "--" + mimeBoundary + "\nContent-Type: text/cloud-config\n\n" + moduleOptionsConfig(opts) + "\n"
+		}
+		mime += "--" + mimeBoundary + "--\n"
 		return base64.StdEncoding.EncodeToString([]byte(mime)), nil
 	}
 	return "", fmt.Errorf("no user data for image family %q", spec.AMI.Family)
+}
+
+// moduleOptionsConfig is a cloud-config that writes the nvidia module's options before the driver
+// loads. On the EKS AL2023 NVIDIA image the driver is not in the module tree until
+// nvidia-kmod-load.service installs and loads it, after network-online.target
+// (amazon-eks-ami templates/al2023/runtime/gpu/nvidia-kmod-load.sh), and cloud-init's write_files
+// runs in cloud-init.service, before network-online.target; a shell-script part would run in
+// cloud-final, unordered against the driver's load.
+func moduleOptionsConfig(opts []string) string {
+	return "#cloud-config\nwrite_files:\n  - path: " + topology.NVIDIAModuleOptionsFile + "\n    permissions: \"0644\"\n    content: |\n      options nvidia " + strings.Join(opts, " ") + "\n"
 }
 
 // bottlerocketSettings stripes the instance-store NVMe disks for containerd and the kubelet, as

@@ -115,6 +115,10 @@ type AMISpec struct {
 	// NodeGroupAMIType is the EKS node group's amiType: the family's image for the instance's
 	// CPU architecture (AL2023_ARM_64_NVIDIA on p6e-gb200's Grace CPUs).
 	NodeGroupAMIType string `json:"nodeGroupAmiType"`
+	// NVIDIAModuleOptions are options the node's user data gives the nvidia kernel module before
+	// the image loads it (nvidiaModuleOptions), with the reason.
+	NVIDIAModuleOptions []string `json:"nvidiaModuleOptions,omitempty"`
+	ModuleOptionsReason string   `json:"moduleOptionsReason,omitempty"`
 }
 
 // StorageSpec is a node's disk layout: its EBS volumes, and what becomes of the instance-store

@@ -114,6 +114,7 @@ func DeriveStack(st Stack) (StackSpec, error) {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
 		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled)
+		setNVIDIAModuleOptions(&ps, st.DriverVersion)
 		if pool.Profile.Stopped {
 			ps = ps.atZero(Finding{Severity: SeverityInfo, Code: FindingStopped,
 				Message: "the stack file stops the pool (stopped: true): it stays at zero nodes until the key is removed and pulumi up runs"})

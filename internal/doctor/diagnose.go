@@ -313,9 +313,15 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 	}
 	failureFindings(l, add)
 	if l.GDROff != "" {
-		add("gdr-disabled", topology.SeverityWarning, l.GDROff,
-			"aws-ofi-nccl turned GPUDirect RDMA off (the plugin says so, no user setting): inter-node traffic is staged through host memory, at a fraction of EFA's bandwidth on types that support RDMA",
-			"check the node image's GPUDirect RDMA support (the NVIDIA peer-memory module or dma-buf, and a libfabric with FI_HMEM for CUDA) and that the container sees the CUDA driver; the line before it says which call failed")
+		explain := "aws-ofi-nccl turned GPUDirect RDMA off (the plugin says so, no user setting): inter-node traffic is staged through host memory, at a fraction of EFA's bandwidth on types that support RDMA"
+		fix := "check the node image's GPUDirect RDMA support (the NVIDIA peer-memory module or dma-buf, and a libfabric with FI_HMEM for CUDA) and that the container sees the CUDA driver; the line before it says which call failed"
+		if it != nil && it.GPUCPUCoherent {
+			explain = fmt.Sprintf("aws-ofi-nccl turned GPUDirect RDMA off on %s, and inter-node traffic is staged through host memory. On this Grace platform the NVIDIA driver lets EFA map GPU memory only if the two share an IOMMU group, which they do not; drivers before R595 skip that check with the module option %s (without it the kernel log says \"NVRM: dma-buf attach failed: topology not supported\"), and R595 drivers no longer can",
+				it.Name, topology.GrdmaTopologyOverride)
+			fix = fmt.Sprintf("on the node, `grep GrdmaPciTopoCheckOverride /proc/driver/nvidia/params` must show 1: gpucluster's node user data writes `options nvidia %s` to %s before the driver loads; on an image of your own, write the same, reload the driver, and keep it on the 580 branch",
+				topology.GrdmaTopologyOverride, topology.NVIDIAModuleOptionsFile)
+		}
+		add("gdr-disabled", topology.SeverityWarning, l.GDROff, explain, fix)
 	}
 	mnnvlFindings(l, it, add)
 	for _, c := range comms {

@@ -143,3 +143,37 @@ func evidence(r *Report, code string) string {
 	}
 	return ""
 }
+
+// TestGB200GDROffNamesTheDriverOption: aws-ofi-nccl's WARN that it turned GPUDirect RDMA off
+// ("GDR disabled on GDR-supported instance type", src/platform-aws.cpp) on a GB200 node names the
+// driver's topology check and the option that skips it; on a p5 node the general advice stands.
+func TestGB200GDROffNamesTheDriverOption(t *testing.T) {
+	healthy, err := os.ReadFile("testdata/gb200-mnnvl.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "nvl-nccl-allreduce-worker-0:4100:4100 [0] NCCL INFO Using network Libfabric\n"
+	off := strings.Replace(string(healthy), line, line+"nvl-nccl-allreduce-worker-0:4100:4100 [0] NCCL WARN NET/OFI GDR disabled on GDR-supported instance type p6e-gb200.36xlarge\n", 1)
+	if off == string(healthy) {
+		t.Fatal("the fixture has no line to add the WARN after")
+	}
+	l, err := Parse(strings.NewReader(off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for profileName, want := range map[string]string{"gb200-nvl72": topology.GrdmaTopologyOverride, "p5-efa": "the NVIDIA peer-memory module or dma-buf"} {
+		r := Diagnose(l, nil, profile(t, profileName), "profile "+profileName)
+		found := false
+		for _, f := range r.Findings {
+			if f.Code == "gdr-disabled" {
+				found = true
+				if !strings.Contains(f.Cause+" "+f.Fix, want) {
+					t.Errorf("%s: gdr-disabled says %q / %q, want %q", profileName, f.Cause, f.Fix, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no gdr-disabled finding in %s", profileName, codes(r))
+		}
+	}
+}

@@ -385,3 +385,12 @@ func TestEveryInlinePolicyIsReadable(t *testing.T) {
 		t.Errorf("only %d inline policies in %d stacks", inline, len(files)+1)
 	}
 }
+
+// REVIEW.md's GB200 card names the nvidia module option the user data sets, where and why; the
+// node repair line says the benchmark stack leaves failed nodes alone.
+func TestReviewStatesTheGB200ModuleOption(t *testing.T) {
+	dir, _ := writeBundle(t, "gb200-nvl72")
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")),
+		"| NVIDIA module options | `NVreg_GrdmaPciTopoCheckOverride=1`, written to `/etc/modprobe.d/50-gpucluster-nvidia.conf` by the node's user data: GPUDirect RDMA over EFA on p6e-gb200.36xlarge with driver 580.159.03",
+		"| Node repair | off: off in a benchmark stack")
+}

@@ -108,6 +108,9 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Placement | %s: %s |\n", p.Placement.Strategy, p.Placement.Reason)
 	w("| Capacity | %s |\n", capacityLine(p))
 	w("| Image | %s |\n", amiLine(p.AMI))
+	if opts := p.AMI.NVIDIAModuleOptions; len(opts) > 0 {
+		w("| NVIDIA module options | `%s`, written to `%s` by the node's user data: %s |\n", strings.Join(opts, " "), topology.NVIDIAModuleOptionsFile, p.AMI.ModuleOptionsReason)
+	}
 	w("| Fabric manager | %s: %s |\n", p.InCluster.FabricManager.RunBy, p.InCluster.FabricManager.Reason)
 	w("| Device plugins | NVIDIA: %s; EFA: %s |\n", yesNo(p.InCluster.NVIDIADevicePlugin), yesNo(p.InCluster.EFADevicePlugin))
 	w("| Node repair | %s: %s |\n", onOff(p.NodeRepair.Enabled), p.NodeRepair.Reason)

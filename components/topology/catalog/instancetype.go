@@ -67,6 +67,12 @@ type InstanceType struct {
 	EFACards []int `json:"efaNetworkCards,omitempty"`
 	// CPUArch is the Kubernetes architecture of the instance's CPUs (kubernetes.io/arch).
 	CPUArch string `json:"cpuArchitecture"`
+	// GPUCPUCoherent: the GPUs are coherent with a Grace CPU over NVLink-C2C. On such a platform
+	// the NVIDIA driver lets a PCIe NIC (EFA) map GPU memory through dma-buf, as GPUDirect RDMA
+	// over EFA does, only if the two share an IOMMU group (NVIDIA open-gpu-kernel-modules
+	// kernel-open/nvidia/nv-pci.c, nv_pci_is_valid_topology_for_direct_pci), unless the module
+	// option NVreg_GrdmaPciTopoCheckOverride=1 overrides the check (kernel-open/nvidia/nv-reg.h).
+	GPUCPUCoherent bool `json:"gpuCpuCoherent,omitempty"`
 	// UltraServerInstances are the instance counts of the UltraServers the type is sold in, whose
 	// GPUs share one NVLink domain across instances (multi-node NVLink, reached through IMEX);
 	// empty for types sold one instance at a time.
@@ -183,7 +189,7 @@ var catalog = []InstanceType{
 	{Name: "p6e-gb200.36xlarge", GPUModel: "NVIDIA GB200", ComputeCapability: "10.0", GPUCount: 4, GPUMemoryGiB: 185, VCPUs: 144, MemoryGiB: 960,
 		LocalNVMeDisk: 3, LocalNVMeGB: 7500, Interconnect: InterconnectNVSwitch, NVLinkGeneration: 5, NVLinkGBps: 1800,
 		EFA: true, MaxEFA: 8, NetworkCards: 17, MaxENIsPerCard: 1, NetworkGbps: 3200, GPUDirectRDMA: true,
-		EFACards: []int{1, 5, 9, 13, 3, 7, 11, 15}, CPUArch: ArchARM64, UltraServerInstances: []int{9, 18}, NetworkNodeLayers: 3},
+		EFACards: []int{1, 5, 9, 13, 3, 7, 11, 15}, CPUArch: ArchARM64, GPUCPUCoherent: true, UltraServerInstances: []int{9, 18}, NetworkNodeLayers: 3},
 
 	// g6e: [ec2-accel] L40S 48 GB; EFA from 8xlarge up [efa]; no GPUDirect RDMA [efa];
 	// cards and interfaces [vpc-cni]; bandwidth [ec2-accel] and [karpenter] baselines.

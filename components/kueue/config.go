@@ -15,13 +15,23 @@ import (
 // retries a create only when the kind is not found.
 var Frameworks = []string{"kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob"}
 
+// Resources is the configuration's resources section: a pod's claim on its ComputeDomain's IMEX
+// channel counts as topology.ResourceIMEXChannel, which an UltraServer pool's ClusterQueue gives
+// a quota of one per node, so that Kueue admits a job on the pool whole. Without the mapping
+// Kueue v0.19.2 holds every job with a DRA claim inadmissible (KueueDRAIntegration, beta and on
+// since v0.18: pkg/features/kube_features.go).
+func Resources() map[string]any {
+	return map[string]any{"deviceClassMappings": []any{map[string]any{
+		"name": topology.ResourceIMEXChannel, "deviceClassNames": []any{topology.ComputeDomainChannelDeviceClass}}}}
+}
+
 // ManagerConfig is the controller manager's configuration (the chart's
 // managerConfig.controllerManagerConfigYaml): the release's own (charts/kueue/values.yaml at
-// v0.19.2) with two changes. Its integrations are Frameworks. Its managedJobsNamespaceSelector
+// v0.19.2) with three changes. Its integrations are Frameworks. Its managedJobsNamespaceSelector
 // selects the jobs' namespace alone: every job and pod webhook of the chart takes that selector,
 // so Kueue — one replica — gates the jobs, not every pod of the cluster (the release's selector is
-// every namespace but kube-system and its own). The chart adds the certificate settings for its
-// Service and Secret names.
+// every namespace but kube-system and its own). Its resources map the IMEX channel (Resources).
+// The chart adds the certificate settings for its Service and Secret names.
 func ManagerConfig() string {
 	config := map[string]any{
 		"apiVersion":     "config.kueue.x-k8s.io/v1beta2",
@@ -37,6 +47,7 @@ func ManagerConfig() string {
 		"integrations":     map[string]any{"frameworks": Frameworks},
 		"managedJobsNamespaceSelector": map[string]any{"matchLabels": map[string]any{
 			"kubernetes.io/metadata.name": topology.BenchmarkNamespace}},
+		"resources": Resources(),
 	}
 	out, _ := json.Marshal(config) // JSON is YAML; a map of strings and numbers always marshals
 	return string(out)

@@ -31,7 +31,11 @@ const (
 )
 
 // Args configure Kueue.
-type Args = k8sargs.OperatorArgs
+type Args struct {
+	k8sargs.OperatorArgs
+	// Replicas is the number of controller managers (topology.SystemNodes.KueueReplicas).
+	Replicas int
+}
 
 // Kueue is the gpucluster:index:Kueue component.
 type Kueue struct {
@@ -49,10 +53,9 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	k.Version = pulumi.String(Version).ToStringOutput()
 	child := []pulumi.ResourceOption{pulumi.Parent(k), pulumi.Provider(k8s)}
 	chart, err := k8sargs.ReleaseChart(ctx, name, Namespace, ChartRef, ChartVersion, pulumi.Map{
-		// The controller on the system nodes: never on a GPU node a job holds.
-		"controllerManager": pulumi.Map{"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}},
+		"controllerManager": controllerManagerValues(args.Replicas),
 		"managerConfig":     pulumi.Map{"controllerManagerConfigYaml": pulumi.String(ManagerConfig())},
-	}, args, child...)
+	}, args.OperatorArgs, child...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,28 @@ func New(ctx *pulumi.Context, name string, args Args, k8s pulumi.ProviderResourc
 	return k, ctx.RegisterResourceOutputs(k, pulumi.Map{"version": k.Version})
 }
 
+// selectorLabels are the chart's labels of the controller manager's pods, for a release named as
+// its chart (k8sargs.ReleaseChart): charts/kueue/templates/_helpers.tpl kueue.selectorLabels.
+var selectorLabels = pulumi.StringMap{"app.kubernetes.io/name": pulumi.String("kueue"), "app.kubernetes.io/instance": pulumi.String("kueue"),
+	"control-plane": pulumi.String("controller-manager")}
+
+// controllerManagerValues are the chart's controllerManager values: on the system nodes, never on
+// a GPU node a job holds; with two replicas, one per system node (a hard spread by hostname: the
+// chart sets no anti-affinity) and a PodDisruptionBudget that keeps one while a node is drained,
+// both the chart's own keys (charts/kueue/values.yaml v0.19.2: replicas, topologySpreadConstraints,
+// podDisruptionBudget.{enabled,minAvailable}).
+func controllerManagerValues(replicas int) pulumi.Map {
+	v := pulumi.Map{"nodeSelector": pulumi.Map{topology.LabelPool: pulumi.String(topology.SystemPool)}}
+	if replicas < 2 {
+		return v
+	}
+	v["replicas"] = pulumi.Int(replicas)
+	v["topologySpreadConstraints"] = pulumi.Array{pulumi.Map{"maxSkew": pulumi.Int(1), "topologyKey": pulumi.String(topology.LabelHostname),
+		"whenUnsatisfiable": pulumi.String("DoNotSchedule"), "labelSelector": pulumi.Map{"matchLabels": selectorLabels}}}
+	v["podDisruptionBudget"] = pulumi.Map{"enabled": pulumi.Bool(true), "minAvailable": pulumi.Int(1)}
+	return v
+}
+
 // Objects are the pools' queue objects, in the order they can be created: Topologies, flavors
 // (the system nodes' first: MPI launchers run there), ClusterQueues, LocalQueues.
 func Objects(pools []topology.PoolSpec, labels map[string]string) []map[string]any {
@@ -97,9 +122,6 @@ func Objects(pools []topology.PoolSpec, labels map[string]string) []map[string]a
 		"nodeLabels": map[string]any{topology.LabelPool: topology.SystemPool}}))
 	for _, p := range pools {
 		q := p.Benchmark.Queue
-		if q == nil {
-			continue // an UltraServer pool (topology.PoolBenchmark.Queue)
-		}
 		flavor := map[string]any{"nodeLabels": map[string]any{topology.LabelPool: p.Name}}
 		var taints []any
 		for _, t := range p.Taints {
@@ -145,7 +167,7 @@ func Objects(pools []topology.PoolSpec, labels map[string]string) []map[string]a
 // covered are the resources a pool's queue covers, in a fixed order: what its quota names.
 func covered(q *topology.JobQueue) []string {
 	var out []string
-	for _, r := range []string{"cpu", "memory", topology.ResourceGPU, topology.ResourceEFA} {
+	for _, r := range []string{"cpu", "memory", topology.ResourceGPU, topology.ResourceEFA, topology.ResourceIMEXChannel} {
 		if _, ok := q.Quota[r]; ok {
 			out = append(out, r)
 		}

@@ -29,8 +29,7 @@ type PoolBenchmark struct {
 	Nodes int          `json:"nodes"`
 	NCCL  NCCLTestJob  `json:"ncclTest"`
 	Train *TrainingJob `json:"training,omitempty"`
-	// Queue is the Kueue queue the jobs wait in and are admitted from, whole; nil on UltraServer
-	// pools (unqueuedReason says why).
+	// Queue is the Kueue queue the jobs wait in and are admitted from, whole.
 	Queue *JobQueue `json:"queue"`
 	// DoNotDisrupt: Karpenter must not consolidate or replace a node while a job runs on it.
 	DoNotDisrupt bool `json:"doNotDisrupt"`
@@ -140,22 +139,12 @@ func BenchmarkNodes(p PoolSpec) int {
 	return p.Scaling.DesiredNodes
 }
 
-// unqueuedReason is why an UltraServer pool's jobs wait in no Kueue queue: Kueue v0.19.2 counts a
-// job's DRA claims against quota (pkg/dra, GetResourceRequestsForResourceClaimTemplates) and holds
-// the job inadmissible, not requeued, while its claim template is missing or its DeviceClass is
-// not in Kueue's deviceClassMappings (both seen with the real controllers in the test cluster).
-const unqueuedReason = "no Kueue queue: Kueue v0.19.2 counts the jobs' ComputeDomain claims as DRA quota and would hold them inadmissible without a deviceClassMappings entry for the IMEX channel; the jobs run on the pool's ComputeDomain as the MPI operator starts them, and the pool, one reserved UltraServer, runs one job at a time by hand"
-
 // deriveBenchmark derives a pool's benchmark jobs.
 func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchmark {
 	pod := p.TrainingPod
 	nodes := BenchmarkNodes(p)
 	b := &PoolBenchmark{Nodes: nodes, DoNotDisrupt: p.Provisioner == ProvisionerKarpenter}
-	if pod.ComputeDomain == nil {
-		b.Queue = deriveQueue(p, nodes)
-	} else {
-		b.Notes = append(b.Notes, unqueuedReason)
-	}
+	b.Queue = deriveQueue(p, nodes)
 	workers := nodes * pod.PodsPerNode
 	maxBytes, iters, why := ncclSweep(p.Instance)
 	b.NCCL = NCCLTestJob{

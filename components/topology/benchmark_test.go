@@ -64,12 +64,14 @@ func TestBenchmarkJobsFollowThePool(t *testing.T) {
 		}
 		tr := b.Train
 		if pod.ComputeDomain != nil {
-			// An UltraServer pool: its jobs run in the pool's ComputeDomain, in no Kueue queue, and
-			// no TrainJob can claim the domain (Trainer v2.3.0); notes say both.
+			// An UltraServer pool: its jobs run in the pool's ComputeDomain, queued whole with a
+			// quota of one IMEX channel per node and no topology packing (one NVLink domain), and
+			// no TrainJob can claim the domain (Trainer v2.3.0); a note says so.
 			hasNote := func(sub string) bool {
 				return slices.ContainsFunc(b.Notes, func(s string) bool { return strings.Contains(s, sub) })
 			}
-			if tr != nil || b.Queue != nil || !hasNote("ComputeDomain claim") || !hasNote("deviceClassMappings") {
+			if tr != nil || !hasNote("ComputeDomain claim") || b.Queue == nil || b.Queue.Topology != nil ||
+				b.Queue.Quota[ResourceIMEXChannel] != fmt.Sprint(b.Nodes*pod.PodsPerNode) {
 				t.Errorf("%s: training job %+v, queue %+v, notes %q", name, tr, b.Queue, b.Notes)
 			}
 			continue

@@ -21,6 +21,13 @@ const (
 	SystemFlavor = SystemPool
 )
 
+// ResourceIMEXChannel is the quota resource Kueue counts a pod's claim on its ComputeDomain's
+// IMEX channel as: Kueue's configuration maps the channel's DeviceClass to it
+// (resources.deviceClassMappings; Kueue v0.19.2 apis/config/v1beta2 DeviceClassMapping, counted
+// by pkg/dra claims.go for an ExactCount request, which the DRA driver's workload claim
+// template is: one device of the class, the default count).
+const ResourceIMEXChannel = "nvidia.com/imex-channel"
+
 // Node labels of the network topology. EKS labels each node with its network nodes, from the
 // broadest (layer 1) to the closest (layer 3, or 4 on four-layer types), from EC2's instance
 // topology (Amazon EKS user guide, "Place distributed AI/ML workloads with network topology
@@ -93,8 +100,14 @@ func deriveQueue(p PoolSpec, nodes int) *JobQueue {
 	if p.Network.EFAInterfaces > 0 {
 		q.Quota[ResourceEFA] = fmt.Sprint(nodes * p.Network.EFAInterfaces)
 	}
+	if p.TrainingPod.ComputeDomain != nil {
+		q.Quota[ResourceIMEXChannel] = fmt.Sprint(nodes * p.TrainingPod.PodsPerNode)
+	}
 	layers := p.Instance.NetworkNodeLayers
 	switch {
+	case p.TrainingPod.ComputeDomain != nil:
+		q.Placement = fmt.Sprintf("admitted whole on quota (%d nodes' worth, each pod with its IMEX channel claim counted as %s); no topology-aware placement: "+
+			"the pool is one UltraServer, one NVLink domain, so every node of it is as close as any other", nodes, ResourceIMEXChannel)
 	case p.Provisioner == ProvisionerKarpenter:
 		q.Placement = fmt.Sprintf("admitted on quota (%d nodes' worth, the NodePool's limit); Karpenter launches the nodes for the admitted pods, "+
 			"in the pool's placement group. No topology-aware placement: Kueue places only on nodes that exist", nodes)

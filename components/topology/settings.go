@@ -59,6 +59,15 @@ func PrincipalIdentity(arn string) string {
 // (`podAntiAffinity ... topologyKey: kubernetes.io/hostname`): each replica needs a node of its own.
 const karpenterChartReplicas = 2
 
+// kueueReplicas is how many Kueue controller managers run where the system nodes allow: one
+// leads, and both serve Kueue's admission webhooks, which are fail-closed for the jobs, so that
+// the jobs' namespace still takes jobs while one system node is replaced.
+const kueueReplicas = 2
+
+// KueueReplicas is how many Kueue controller managers the system nodes hold, one per node
+// (spread by hostname): two, or one on a single system node.
+func (s SystemNodes) KueueReplicas() int { return min(kueueReplicas, s.Count) }
+
 // KarpenterReplicas is how many Karpenter controllers the system nodes can hold: the chart's
 // two, or one per system node when there are fewer. A second replica on a single system node
 // would never be scheduled, and pulumi-kubernetes' await would fail `pulumi up` after ten

@@ -34,6 +34,10 @@ const (
 	// ComputeDomainClaim is the name a pod gives its claim on the domain's IMEX channel, and the
 	// training container's resources.claims entry.
 	ComputeDomainClaim = "compute-domain-channel"
+	// ComputeDomainChannelDeviceClass is the DeviceClass of the claim template the ComputeDomain
+	// controller makes for a domain's workload pods (cmd/compute-domain-controller/computedomain.go
+	// computeDomainDefaultChannelDeviceClass, templates/compute-domain-workload-claim-template).
+	ComputeDomainChannelDeviceClass = "compute-domain-default-channel.nvidia.com"
 )
 
 // ComputeDomainSpec is an NVLink domain: the ComputeDomain object, whose controller makes the

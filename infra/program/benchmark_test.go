@@ -137,7 +137,11 @@ func startControllers(s *kubeapi.Server) error {
 		// The Trainer and JobSet run for the test binary's life, as their chart installs them.
 		for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartGarbageCollector,
 			func() (err error) { _, err = s.StartJobSet(); return err }, func() (err error) { _, err = s.StartTrainer(); return err },
-			func() (err error) { _, err = s.StartKueue(); return err }} {
+			// Kueue with gpucluster's resources section: the IMEX channel's DeviceClass mapping.
+			func() (err error) {
+				_, err = s.StartKueueWith(map[string]any{"resources": kueue.Resources()})
+				return err
+			}} {
 			if controllersErr = start(); controllersErr != nil {
 				return
 			}
@@ -282,11 +286,27 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		}
 		// The all-reduce is admitted first and holds every node of the pool.
 		mpi := byKind["MPIJob"]
+		cd := p.TrainingPod.ComputeDomain
+		if cd != nil {
+			// What the DRA driver's controller makes for the pool's ComputeDomain: Kueue reads
+			// the claim template to count each worker's IMEX channel.
+			claim := channelClaimTemplate(t, ns, *cd)
+			must(s.Create(claim))
+			applied = append(applied, claim)
+		}
 		must(s.Create(mpi))
 		applied = append(applied, mpi)
 		sel := "training.kubeflow.org/job-name=" + mpi["metadata"].(map[string]any)["name"].(string)
-		if cd := p.TrainingPod.ComputeDomain; cd != nil {
+		if cd != nil {
 			checkClaimingWorkers(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p, *cd)
+			// A second run of it, in the same queue, finds every channel taken and waits whole.
+			second := maps.Clone(mpi)
+			md := maps.Clone(mpi["metadata"].(map[string]any))
+			md["name"] = md["name"].(string) + "-again"
+			second["metadata"] = md
+			must(s.Create(second))
+			applied = append(applied, second)
+			checkMPIJobWaiting(t, s, ns, second, p)
 			continue
 		}
 		workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool, packed[p.Name])
@@ -321,11 +341,13 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 	}
 }
 
-// checkClaimingWorkers: on an UltraServer pool the MPI operator makes every worker (no Kueue queue
-// holds the job), each claiming the pool's ComputeDomain channel. Named deviation: the test
-// cluster runs no NVIDIA DRA driver (its ComputeDomain controller and kubelet plugin need GPUs on
-// an NVLink fabric), so nothing makes the claim template or allocates the channel, and the
-// workers stay unscheduled: their shape is what is proven here, not their placement.
+// checkClaimingWorkers: on an UltraServer pool, once Kueue admits the job (each worker's IMEX
+// channel counted against the pool's quota), the MPI operator makes every worker, each claiming
+// the pool's ComputeDomain channel. Named deviation: the test cluster runs no NVIDIA DRA driver
+// (its ComputeDomain controller and kubelet plugin need GPUs on an NVLink fabric): the test
+// makes the claim template as its controller would (channelClaimTemplate), and nothing allocates
+// the channel, so the workers stay unscheduled: their admission and shape are what is proven
+// here, not their placement.
 func checkClaimingWorkers(t *testing.T, s *kubeapi.Server, ns, selector string, p topology.PoolSpec, cd topology.ComputeDomainSpec) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -460,6 +482,23 @@ func checkWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any
 		t.Errorf("%s runs while the all-reduce holds pool %s: %v", name, p.Name, got["spec"])
 	}
 	if pods, err := s.Pods(ns, benchjobs.LabelJobSetName+"="+name); err != nil || len(pods) > 0 {
+		t.Errorf("%s has %d pods while it waits (%v)", name, len(pods), err)
+	}
+}
+
+// checkMPIJobWaiting: an MPIJob Kueue has not admitted stays suspended, with no pod.
+func checkMPIJobWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any, p topology.PoolSpec) {
+	t.Helper()
+	name := job["metadata"].(map[string]any)["name"].(string)
+	time.Sleep(5 * time.Second) // Kueue decides in milliseconds
+	got, err := s.Get(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy, _ := got["spec"].(map[string]any)["runPolicy"].(map[string]any); policy["suspend"] != true {
+		t.Errorf("%s runs while another run holds pool %s: %v", name, p.Name, got["spec"])
+	}
+	if pods, err := s.Pods(ns, "training.kubeflow.org/job-name="+name); err != nil || len(pods) > 0 {
 		t.Errorf("%s has %d pods while it waits (%v)", name, len(pods), err)
 	}
 }

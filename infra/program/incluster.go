@@ -7,6 +7,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
@@ -84,10 +85,10 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		in.Kueue, err = kueue.New(ctx, spec.Cluster.Name+"-kueue", kueue.Args{
+		in.Kueue, err = kueue.New(ctx, spec.Cluster.Name+"-kueue", kueue.Args{OperatorArgs: k8sargs.OperatorArgs{
 			Pools: spec.Pools, Labels: spec.Labels(), Cluster: d.Cluster.EKS,
 			Needs: append([]pulumi.Resource{d.Cluster.SystemNodes, in.Trainer.Chart}, d.Network.Egress...),
-		}, in.Provider)
+		}, Replicas: spec.Cluster.SystemNodes.KueueReplicas()}, in.Provider)
 		if err != nil {
 			return nil, err
 		}

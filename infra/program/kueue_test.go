@@ -58,13 +58,33 @@ func TestKueue(t *testing.T) {
 		}
 	}
 	checkKueueManagerConfig(t, values.ManagerConfig.ControllerManagerConfigYaml)
-	wantValues := map[string]any{
-		"controllerManager": map[string]any{"nodeSelector": map[string]any{topology.LabelPool: topology.SystemPool}},
-		"managerConfig":     map[string]any{"controllerManagerConfigYaml": kueue.ManagerConfig()},
+	// The keys gpucluster sets for two replicas are the release chart's own.
+	for _, key := range []string{"replicas", "topologySpreadConstraints", "podDisruptionBudget"} {
+		if _, ok := values.ControllerManager[key]; !ok {
+			t.Errorf("the release's chart has no controllerManager.%s", key)
+		}
 	}
+	if pdb, _ := values.ControllerManager["podDisruptionBudget"].(map[string]any); pdb["enabled"] != false || pdb["minAvailable"] == nil {
+		t.Errorf("the release's controllerManager.podDisruptionBudget %v", pdb)
+	}
+	twoReplicas := 0
 	for _, file := range stackFiles(t) {
 		ev := evaluate(t, file)
 		stack := filepath.Base(file)
+		// One controller manager per system node, two at most: with two, spread one per node
+		// by hostname and kept one at a time by the chart's PodDisruptionBudget.
+		manager := map[string]any{"nodeSelector": map[string]any{topology.LabelPool: topology.SystemPool}}
+		if n := ev.spec.Cluster.SystemNodes.Count; n >= 2 {
+			if ev.spec.Benchmarks.Enabled {
+				twoReplicas++
+			}
+			manager["replicas"] = float64(2)
+			manager["podDisruptionBudget"] = map[string]any{"enabled": true, "minAvailable": float64(1)}
+			manager["topologySpreadConstraints"] = []any{map[string]any{"maxSkew": float64(1), "topologyKey": "kubernetes.io/hostname",
+				"whenUnsatisfiable": "DoNotSchedule", "labelSelector": map[string]any{"matchLabels": map[string]any{
+					"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue", "control-plane": "controller-manager"}}}}
+		}
+		wantValues := map[string]any{"controllerManager": manager, "managerConfig": map[string]any{"controllerManagerConfigYaml": kueue.ManagerConfig()}}
 		var charts []offline.Resource
 		for _, c := range ev.ofType("kubernetes:helm.sh/v4:Chart") {
 			if c.Input("chart") == kueue.ChartRef {
@@ -111,6 +131,9 @@ func TestKueue(t *testing.T) {
 			t.Errorf("%s: queue objects %v, want %v", stack, got, want)
 		}
 	}
+	if twoReplicas == 0 {
+		t.Error("no stack has two system nodes: two Kueue replicas are never planned")
+	}
 }
 
 // checkKueueManagerConfig: gpucluster's Kueue configuration is the release's (its chart's
@@ -136,11 +159,19 @@ func checkKueueManagerConfig(t *testing.T, release string) {
 	if !reflect.DeepEqual(ours["integrations"], wantIntegrations) {
 		t.Errorf("integrations %v, want %v", ours["integrations"], wantIntegrations)
 	}
+	// Its resources section maps the ComputeDomain channel's DeviceClass, which the release's has
+	// none of (the test cluster's Kueue, started with it, admits an UltraServer pool's job).
+	wantResources := map[string]any{"deviceClassMappings": []any{map[string]any{
+		"name": "nvidia.com/imex-channel", "deviceClassNames": []any{"compute-domain-default-channel.nvidia.com"}}}}
+	if !reflect.DeepEqual(ours["resources"], wantResources) || theirs["resources"] != nil {
+		t.Errorf("resources %v (the release's %v), want %v", ours["resources"], theirs["resources"], wantResources)
+	}
 	delete(ours, "managedJobsNamespaceSelector")
 	delete(ours, "integrations")
 	delete(theirs, "integrations")
+	delete(ours, "resources")
 	if !reflect.DeepEqual(ours, theirs) {
-		t.Errorf("Kueue's configuration differs from the release's beyond its integrations and namespace selector:\n ours   %v\n theirs %v", ours, theirs)
+		t.Errorf("Kueue's configuration differs from the release's beyond its integrations, namespace selector and resources:\n ours   %v\n theirs %v", ours, theirs)
 	}
 }
 

@@ -203,7 +203,11 @@ internalCertManagement: {enable: false}
 // against the ClusterQueues' quota and, on flavors with a Topology, against the Node objects'
 // topology labels, and unsuspends it. Only the ports differ (the harness's), and the visibility
 // API server, which binds a fixed port, is off.
-func (s *Server) StartKueue() (stop func(), err error) {
+func (s *Server) StartKueue() (stop func(), err error) { return s.StartKueueWith(nil) }
+
+// StartKueueWith starts Kueue with the release's configuration and overlay's top-level sections
+// in place of the release's (gpucluster's resources section, say: components/kueue.Resources).
+func (s *Server) StartKueueWith(overlay map[string]any) (stop func(), err error) {
 	mod, err := ModuleDir(KueueModule)
 	if err != nil {
 		return nil, err
@@ -221,6 +225,7 @@ func (s *Server) StartKueue() (stop func(), err error) {
 		manifest: "config/components/webhook/manifests.yaml",
 		config: func(port int, certDir string) string {
 			cfg := maps.Clone(release)
+			maps.Copy(cfg, overlay)
 			cfg["webhook"] = map[string]any{"port": port, "host": "127.0.0.1", "certDir": certDir}
 			cfg["metrics"] = map[string]any{"bindAddress": "0"}
 			cfg["health"] = map[string]any{"healthProbeBindAddress": "0"}

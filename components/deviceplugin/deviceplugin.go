@@ -13,11 +13,14 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// Pinned images. NVIDIA: the k8s-device-plugin release (nvcr.io). EFA: the plugin of the newest
+// Pinned images. NVIDIA: the k8s-device-plugin release (nvcr.io), v0.20.0 as eksctl ships it;
+// since v0.17.1: XID health checks that may be enabled explicitly (v0.18.0), health checks that
+// no longer fail on older devices (v0.19.0), Rubin support (v0.20.0) (NVIDIA/k8s-device-plugin
+// CHANGELOG.md). EFA: the plugin of the newest
 // aws/eks-charts chart, stable/aws-efa-k8s-device-plugin v0.5.30 (appVersion v0.5.20), in the
 // region's EKS image registry (topology.EKSImageRegistry: account and domain differ by region).
 const (
-	NVIDIAImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+	NVIDIAImage = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 	EFAImageTag = "v0.5.20"
 )
 
@@ -35,15 +38,19 @@ type pod struct {
 	container corev1.ContainerArgs
 	// mounts are host paths beyond the kubelet's device-plugin directory: name → path, type.
 	mounts []hostMount
+	// pluginDirType is the hostPath type of the kubelet's device-plugin directory ("" unchecked).
+	pluginDirType string
 }
 
 type hostMount struct{ name, path, typ string }
 
 // nvidiaPod: a device plugin only serves a socket to the kubelet: no privilege needed (NVIDIA's
-// static v0.17.1 DaemonSet). Its only write is that socket, on the mounted kubelet directory,
-// so the root filesystem can be read-only (upstream's other writable mounts, CDI and MPS, serve
-// features gpucluster does not enable).
-var nvidiaPod = pod{seccomp: true, container: corev1.ContainerArgs{
+// static v0.20.0 DaemonSet, deployments/static/nvidia-device-plugin.yml). Its only write is that
+// socket, on the mounted kubelet directory, so the root filesystem can be read-only (upstream's
+// other writable mounts, CDI and MPS, serve features gpucluster does not enable). The directory
+// must exist, as upstream's manifest requires since v0.18.0 ("Ensure that directory volumes have
+// Directory type"): a missing one is the kubelet's fault, not a directory to create.
+var nvidiaPod = pod{seccomp: true, pluginDirType: "Directory", container: corev1.ContainerArgs{
 	SecurityContext: &corev1.SecurityContextArgs{
 		AllowPrivilegeEscalation: pulumi.Bool(false),
 		Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
@@ -127,7 +134,11 @@ func newPlugin(ctx *pulumi.Context, token, name, dsName, image string, shape pod
 		container := shape.container
 		container.Name, container.Image = pulumi.String(dsName), pulumi.String(image)
 		mounts := corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("device-plugins"), MountPath: pulumi.String("/var/lib/kubelet/device-plugins")}}
-		volumes := corev1.VolumeArray{k8sargs.HostPath("device-plugins", "/var/lib/kubelet/device-plugins")}
+		pluginDir := k8sargs.HostPath("device-plugins", "/var/lib/kubelet/device-plugins")
+		if shape.pluginDirType != "" {
+			pluginDir.HostPath.(*corev1.HostPathVolumeSourceArgs).Type = pulumi.String(shape.pluginDirType)
+		}
+		volumes := corev1.VolumeArray{pluginDir}
 		for _, m := range shape.mounts {
 			mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String(m.name), MountPath: pulumi.String(m.path)})
 			v := k8sargs.HostPath(m.name, m.path)

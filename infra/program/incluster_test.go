@@ -234,6 +234,10 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 					str(csc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) {
 					t.Errorf("%s: %s security: pod %v, container %v", filepath.Base(file), name, sc, csc)
 				}
+				// As NVIDIA's v0.20.0 manifest: the kubelet's directory must exist, never made.
+				if vols := str(pod["volumes"]); !strings.Contains(vols, "path:/var/lib/kubelet/device-plugins type:Directory") {
+					t.Errorf("%s: %s volumes %s", filepath.Base(file), name, vols)
+				}
 			}
 		}
 		for name := range daemonSets {

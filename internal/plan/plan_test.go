@@ -321,7 +321,7 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (nvidia-fabricmanager-gate)",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
-		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.17.1` (nvidia-device-plugin)")
+		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` (nvidia-device-plugin)")
 }
 
 // What keeps running after the expiry is priced on the expiry's day: a 1.34 control plane whose

@@ -28,7 +28,7 @@ func checkPoolsAgainstStack(spec *StackSpec, st Stack) error {
 		if p.Instance.MultiNodeNVLink() {
 			if m := versionPattern.FindStringSubmatch(spec.Cluster.KubernetesVersion); m != nil && atoi(m[1]) < MinUltraServerKubernetesMinor {
 				errs = append(errs, ConfigError{File: st.File, Line: st.versionLine, Key: KeyKubernetesVersion,
-					Message: fmt.Sprintf("pool %s (%s) needs Kubernetes 1.%d or newer: EKS runs UltraServers from 1.%d, with Dynamic Resource Allocation; the stack asks for %s",
+					Message: fmt.Sprintf("pool %s (%s) needs Kubernetes 1.%d or newer: its NVLink domain needs the NVIDIA DRA driver, and the pinned one (0.4.1) runs from 1.%d (EKS user guide, \"Install the NVIDIA DRA driver\"); the stack asks for %s",
 						p.Name, p.Instance.Name, MinUltraServerKubernetesMinor, MinUltraServerKubernetesMinor, spec.Cluster.KubernetesVersion),
 					Fix: fmt.Sprintf("set %s to 1.%d or newer (default %s)", KeyKubernetesVersion, MinUltraServerKubernetesMinor, DefaultKubernetesVersion)})
 			}

@@ -22,13 +22,13 @@ func checkRefusal(t *testing.T, what, stack, words string, refused bool) {
 	}
 }
 
-// TestUltraServerKubernetesBoundary: EKS runs UltraServers from Kubernetes 1.33 [eks-ultra]; 1.33
-// itself is accepted and 1.32 refused, so that the boundary holds in both directions.
+// TestUltraServerKubernetesBoundary: the pinned DRA driver runs from Kubernetes 1.34 [eks-dra];
+// 1.34 itself is accepted and 1.33 refused, so that the boundary holds in both directions.
 func TestUltraServerKubernetesBoundary(t *testing.T) {
-	for version, refused := range map[string]bool{"1.32": true, "1.33": false, "1.36": false} {
+	for version, refused := range map[string]bool{"1.33": true, "1.34": false, "1.36": false} {
 		stack := "config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"" + version + "\"\n" +
 			"  gpucluster:pools:\n    - {name: nvl, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0}\n"
-		checkRefusal(t, "a GB200 pool on Kubernetes "+version, stack, "needs Kubernetes 1.33 or newer", refused)
+		checkRefusal(t, "a GB200 pool on Kubernetes "+version, stack, "needs Kubernetes 1.34 or newer", refused)
 	}
 }
 
@@ -87,5 +87,5 @@ func TestEveryPoolIsCheckedUnderTheStacksOwnImage(t *testing.T) {
 		"  gpucluster:trainingImage: example.com/train:1\n" +
 		"  gpucluster:pools:\n    - {name: gpu, profile: p5-efa}\n" +
 		"    - {name: nvl, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0}\n"
-	checkRefusal(t, "a GB200 pool after a p5 pool, the stack's own image, Kubernetes 1.32", stack, "pool nvl (p6e-gb200.36xlarge) needs Kubernetes 1.33 or newer", true)
+	checkRefusal(t, "a GB200 pool after a p5 pool, the stack's own image, Kubernetes 1.32", stack, "pool nvl (p6e-gb200.36xlarge) needs Kubernetes 1.34 or newer", true)
 }

@@ -19,12 +19,20 @@ import (
 //	             module sigs.k8s.io/dra-driver-nvidia-gpu): ComputeDomain resource.nvidia.com/v1beta1,
 //	             spec.channel.resourceClaimTemplate.name; the DeviceClasses
 //	             compute-domain-daemon.nvidia.com and compute-domain-default-channel.nvidia.com.
+//	[eks-dra]    EKS user guide, "Install the NVIDIA DRA driver" (device-management-nvidia-dra-
+//	             device-plugin, with chart 0.4.1): "Minimum Kubernetes version | 1.34"; the
+//	             driver's own docs/prerequisites.md (v0.4.1): "Kubernetes | v1.34.2 or later"
+//	             (DRA on by default from 1.34; "Not all providers support enabling
+//	             DynamicResourceAllocation on v1.32 or v1.33 clusters"). [eks-ultra] still says
+//	             1.33, for the older chart nvidia-dra-driver-gpu 25.8.0 it pins.
 //	[aws-gb200]  awslabs/awsome-distributed-training micro-benchmarks/nccl-tests/kubernetes/
 //	             nccl-tests-gb200.yaml (commit a59b4db5): a ComputeDomain per job, each worker
 //	             claiming its channel, NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1.
 
-// MinUltraServerKubernetesMinor is the oldest Kubernetes version EKS runs UltraServers on [eks-ultra].
-const MinUltraServerKubernetesMinor = 33
+// MinUltraServerKubernetesMinor is the oldest Kubernetes version an UltraServer pool runs on here:
+// EKS runs UltraServers from 1.33 [eks-ultra], but the DRA driver gpucluster pins, which their
+// NVLink domains need, from 1.34 [eks-dra].
+const MinUltraServerKubernetesMinor = 34
 
 // ComputeDomain API names [dra-driver], shared by the DRA driver component, the pod template and
 // the tests.

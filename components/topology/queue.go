@@ -31,7 +31,11 @@ const ResourceIMEXChannel = "nvidia.com/imex-channel"
 // Node labels of the network topology. EKS labels each node with its network nodes, from the
 // broadest (layer 1) to the closest (layer 3, or 4 on four-layer types), from EC2's instance
 // topology (Amazon EKS user guide, "Place distributed AI/ML workloads with network topology
-// labels", ml-workload-topology).
+// labels", ml-workload-topology). The control plane's AWS cloud controller manager sets them when
+// it initializes a node of a p, trn or hpc type, whoever launched it, managed node groups
+// included (kubernetes/cloud-provider-aws pkg/providers/v1 instances_v2.go and topology.go), with
+// ec2:DescribeInstanceTopology, which the cluster role's AmazonEKSClusterPolicy grants (AWS
+// managed policy reference, policy version 8 and later).
 const (
 	LabelNetworkNodeLayerPrefix = "topology.k8s.aws/network-node-layer-"
 	LabelHostname               = "kubernetes.io/hostname"

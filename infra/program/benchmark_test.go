@@ -306,7 +306,7 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 			second["metadata"] = md
 			must(s.Create(second))
 			applied = append(applied, second)
-			checkMPIJobWaiting(t, s, ns, second, p)
+			checkWaiting(t, s, ns, second, p)
 			continue
 		}
 		workers := checkPlaced(t, s, ns, sel+",training.kubeflow.org/job-role=worker", p.Benchmark.NCCL.Workers, p, nodePool, packed[p.Name])
@@ -469,7 +469,9 @@ func workloads(s *kubeapi.Server, ns string) string {
 	return b.String()
 }
 
-// checkWaiting: a job Kueue has not admitted is suspended and has no pod.
+// checkWaiting: a job Kueue has not admitted is suspended and has no pod: a TrainJob
+// (spec.suspend; its pods carry its JobSet's name) or an MPIJob (spec.runPolicy.suspend; its pods
+// carry its job name).
 func checkWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any, p topology.PoolSpec) {
 	t.Helper()
 	name := job["metadata"].(map[string]any)["name"].(string)
@@ -478,27 +480,15 @@ func checkWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["spec"].(map[string]any)["suspend"] != true {
-		t.Errorf("%s runs while the all-reduce holds pool %s: %v", name, p.Name, got["spec"])
+	spec, selector := got["spec"].(map[string]any), benchjobs.LabelJobSetName+"="+name
+	if job["kind"] == "MPIJob" {
+		spec, _ = spec["runPolicy"].(map[string]any)
+		selector = "training.kubeflow.org/job-name=" + name
 	}
-	if pods, err := s.Pods(ns, benchjobs.LabelJobSetName+"="+name); err != nil || len(pods) > 0 {
-		t.Errorf("%s has %d pods while it waits (%v)", name, len(pods), err)
+	if spec["suspend"] != true {
+		t.Errorf("%s runs while another job holds pool %s: %v", name, p.Name, got["spec"])
 	}
-}
-
-// checkMPIJobWaiting: an MPIJob Kueue has not admitted stays suspended, with no pod.
-func checkMPIJobWaiting(t *testing.T, s *kubeapi.Server, ns string, job map[string]any, p topology.PoolSpec) {
-	t.Helper()
-	name := job["metadata"].(map[string]any)["name"].(string)
-	time.Sleep(5 * time.Second) // Kueue decides in milliseconds
-	got, err := s.Get(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if policy, _ := got["spec"].(map[string]any)["runPolicy"].(map[string]any); policy["suspend"] != true {
-		t.Errorf("%s runs while another run holds pool %s: %v", name, p.Name, got["spec"])
-	}
-	if pods, err := s.Pods(ns, "training.kubeflow.org/job-name="+name); err != nil || len(pods) > 0 {
+	if pods, err := s.Pods(ns, selector); err != nil || len(pods) > 0 {
 		t.Errorf("%s has %d pods while it waits (%v)", name, len(pods), err)
 	}
 }

@@ -22,7 +22,7 @@ const PolicyName = "gpucluster-fabricmanager-own-node"
 const nodeNameExtra = "authentication.kubernetes.io/node-name"
 
 // lifterUser is the lifter's user name as the API server authenticates its token.
-var lifterUser = "system:serviceaccount:" + k8sargs.Namespace + ":" + ServiceAccount
+const lifterUser = "system:serviceaccount:" + k8sargs.Namespace + ":" + ServiceAccount
 
 // ownNodeRules are the policy's checks, each a CEL expression with its message. RBAC cannot name
 // a DaemonSet's node (any node may run it), so RBAC grants patch on nodes and these narrow it: the

@@ -52,7 +52,7 @@ const liftTaint = `lift_taint() {
 }
 `
 
-// install is the apt step both containers share: curl for the API call, and what else they need.
+// install is the fabric-manager DaemonSet's apt step: curl for the API call, and the packages.
 func install(packages ...string) string {
 	return "apt-get update -qq\napt-get install -y -qq --no-install-recommends ca-certificates curl " + strings.Join(packages, " ")
 }
@@ -77,8 +77,8 @@ func daemonSetScript(driver string) string {
 // refuses work with error 802, "system not yet initialized", until fabric manager has set the
 // fabric up (NVIDIA gpu-operator#1043: the operator's validator, which runs the same sample, failed
 // "Failed to allocate device vector A (error code system not yet initialized)!" until fabric
-// manager ran at the driver's version), so a pass is
-// fabric manager serving, asked through the driver, without the host's network.
+// manager ran at the driver's version), so a pass is fabric manager serving, asked through the
+// driver, without the host's network.
 const cudaReadyScript = `until ` + CUDASampleBinary + `; do echo "CUDA is not ready (fabric manager not serving yet?); again in 10 s"; sleep 10; done`
 
 // lifterScript lifts the taint, then idles (a DaemonSet's pod must keep running).

@@ -124,10 +124,13 @@ func DeriveStack(st Stack) (StackSpec, error) {
 	if err := checkKarpenterNodeRepair(spec, st); err != nil {
 		return StackSpec{}, err
 	}
-	if err := checkSupportWindow(&spec, st, clock()); err != nil {
+	// The day the plan is made, or `pulumi up` runs: the support window and the cost guard price
+	// the control plane on it.
+	now := time.Now()
+	if err := checkSupportWindow(&spec, st, now); err != nil {
 		return StackSpec{}, err
 	}
-	if err := checkCostGuard(&spec, st); err != nil {
+	if err := checkCostGuard(&spec, st, now); err != nil {
 		return StackSpec{}, err
 	}
 	if err := checkSubnetCapacity(spec, st); err != nil {
@@ -142,11 +145,11 @@ func DeriveStack(st Stack) (StackSpec, error) {
 // checkCostGuard refuses a stack whose hourly cost at every pool's maximum exceeds its
 // maxHourlyCost, naming the pools that drive it. A pool with no price is a warning: the guard
 // cannot bound it.
-func checkCostGuard(spec *StackSpec, st Stack) error {
+func checkCostGuard(spec *StackSpec, st Stack, now time.Time) error {
 	if st.MaxHourlyCost <= 0 {
 		return nil
 	}
-	c := EstimateCost(*spec, clock())
+	c := EstimateCost(*spec, now)
 	for _, l := range c.Lines {
 		if !l.Known {
 			spec.Warnings = append(spec.Warnings, ConfigError{File: st.File, Line: st.maxCostLine, Key: KeyMaxHourlyCost,

@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// clock is the time a stack is loaded at: the day the plan is made, or `pulumi up` runs. The
-// support window and the cost guard price the control plane by it; tests set it.
-var clock = time.Now
-
 // SupportWarningDays is how far ahead the end of a version's standard support is warned of.
 const SupportWarningDays = 30
 

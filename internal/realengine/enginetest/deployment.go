@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -113,8 +112,6 @@ func Deploy(t *testing.T, name string) *Deployment { return deployWith(t, name, 
 // deployOptions change a deployment from the stack as it is.
 type deployOptions struct {
 	vars map[string]string // variables of its own in the engine's environment
-	// withoutBenchmarks turns the stack's benchmarks off in the workspace's copy of its file.
-	withoutBenchmarks bool
 }
 
 func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
@@ -135,23 +132,6 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	}
 	d.live = filepath.Join(t.TempDir(), "live.json")
 	d.Env.SetEnv(awsdouble.EnvLive, d.live)
-	if opts.withoutBenchmarks {
-		file := d.Env.StackFile(name)
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		on, off := "  gpucluster:benchmarks:\n    enabled: true\n", "  gpucluster:benchmarks:\n    enabled: false\n"
-		if !strings.Contains(string(raw), on) {
-			t.Fatalf("%s: no %q to turn off", file, on)
-		}
-		if err := os.WriteFile(file, []byte(strings.Replace(string(raw), on, off, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if d.spec, err = topology.LoadStack(file); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngineAt(d.Env.StackFile(name), d.now)); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package enginetest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +10,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
-
-	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // StackGroups divide stacks/ among the test packages internal/realengine/stacks/<group>, one test
@@ -21,16 +18,26 @@ import (
 // Each group's stacks run in parallel, each with its own API server and workspace.
 // An entry is a stack, run whole (RunStackGroup), or one half of it: "<stack>/lifecycle" (up, a
 // second up, outputs, its change, destroy) and "<stack>/expiry" (up, the expiry set, fired and
-// extended, destroy), each on a deployment of its own. The benchmark stack is split so: it
-// deploys the operators' charts, whose megabytes of CRDs every step refreshes (25 s an up alone),
-// and whole it took 296 s alone and 370 s beside another group, too near go test's 10 minutes.
+// extended, destroy), each on a deployment of its own. Every stack with benchmarks is split so,
+// one half to a group: it deploys the operators' charts (MPI operator, Kubeflow Trainer with
+// JobSet, Kueue) with their controllers alive, whose megabytes of CRDs every step refreshes. Whole,
+// such a stack took 174 to 183 s alone here and 296 s on a machine 2.5 to 3 times slower (370 s
+// beside another group), and two in one binary 247 s here: too near go test's 10 minutes.
 var StackGroups = map[string][]string{
-	"benchmarks":      {benchmarkStack + "/" + PartLifecycle},
-	"benchmarkexpiry": {benchmarkStack + "/" + PartExpiry},
-	"karpenter":       {"karpenter-p5"},
-	"p4d":             {"p4d-custom-ami", "p4d-efa", "p4d-pod-per-gpu"},
-	"g6e":             {"dev", "g6e-efa", "g6e-ena"},
-	"capacityblocks":  {"gb200-nvl72", "mixed"},
+	"benchmarks":         {"p5-efa/" + PartLifecycle},
+	"benchmarkexpiry":    {"p5-efa/" + PartExpiry},
+	"karpenter":          {"karpenter-p5/" + PartLifecycle},
+	"karpenterexpiry":    {"karpenter-p5/" + PartExpiry},
+	"p4d":                {"p4d-custom-ami", "p4d-efa/" + PartLifecycle},
+	"p4dexpiry":          {"p4d-efa/" + PartExpiry},
+	"p4dpodpergpu":       {"p4d-pod-per-gpu/" + PartLifecycle},
+	"p4dpodpergpuexpiry": {"p4d-pod-per-gpu/" + PartExpiry},
+	"g6e":                {"dev", "g6e-efa/" + PartLifecycle},
+	"g6eexpiry":          {"g6e-efa/" + PartExpiry},
+	"g6eena":             {"g6e-ena/" + PartLifecycle},
+	"g6eenaexpiry":       {"g6e-ena/" + PartExpiry},
+	"capacityblocks":     {"mixed", "gb200-nvl72/" + PartLifecycle},
+	"gb200expiry":        {"gb200-nvl72/" + PartExpiry},
 }
 
 // The halves of a stack's run a group may hold (StackGroups).
@@ -38,19 +45,6 @@ const (
 	PartLifecycle = "lifecycle"
 	PartExpiry    = "expiry"
 )
-
-// benchmarkStack is the stack whose benchmark operators RunStackGroup deploys: managed GPU nodes
-// whose queue packs by network topology, on NVSwitch nodes with EFA.
-const benchmarkStack = "p5-efa"
-
-// stackBenchmarks says whether a stack's file enables its benchmarks.
-func stackBenchmarks(t *testing.T, name string) bool {
-	spec, err := topology.LoadStack(filepath.Join(ProjectDir, "stacks", "Pulumi."+name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec.Benchmarks.Enabled
-}
 
 // RunStackGroup runs each stack of a group through the real Pulumi CLI and engine. The
 // lifecycle: up; a second up with no changes; every documented output, and the README's
@@ -73,13 +67,7 @@ func RunStackGroup(t *testing.T, group string) {
 			// hundreds of times per up, they took this test past go test's 10 minutes. Here the
 			// engine saves the state once, at the end (Pulumi's PULUMI_SKIP_CHECKPOINTS); the
 			// interrupted up of TestRealEngineInterruptedUp keeps every checkpoint.
-			// One stack deploys the benchmark operators (MPI operator, Kubeflow Trainer, Kueue:
-			// the same charts on every stack that enables them, but for the pools' queues); the
-			// others deploy without (each such stack costs minutes: the charts' CRDs are
-			// megabytes).
-			opts := deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}}
-			opts.withoutBenchmarks = name != benchmarkStack && stackBenchmarks(t, name)
-			d := deployWith(t, name, opts)
+			d := deployWith(t, name, deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}})
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 

@@ -1,0 +1,13 @@
+// Package g6eexpiry_test runs the stacks of the "g6eexpiry" group (enginetest.StackGroups) through
+// the real Pulumi CLI and engine, in a test binary of its own.
+package g6eexpiry_test
+
+import (
+	"testing"
+
+	"github.com/gpucluster/gpucluster/internal/realengine/enginetest"
+)
+
+func TestMain(m *testing.M) { enginetest.Main(m) }
+
+func TestRealEngineStacks(t *testing.T) { enginetest.RunStackGroup(t, "g6eexpiry") }

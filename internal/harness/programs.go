@@ -64,9 +64,10 @@ var Programs = []Program{
 		// binary) and the operators, in one build at one Kubernetes version, so that the libraries
 		// they share (k8s.io/api, client-go, apiserver, kube-scheduler's framework) compile once.
 		Packages: []string{".", "./mpi-operator",
-			"github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", "sigs.k8s.io/jobset", "sigs.k8s.io/kueue/cmd/kueue"},
+			"github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", "sigs.k8s.io/jobset", "sigs.k8s.io/kueue/cmd/kueue",
+			"sigs.k8s.io/dra-driver-nvidia-gpu/cmd/compute-domain-controller"},
 		LDFlags: kubernetesVersionFlags(),
-		About:   "kube-apiserver, kube-scheduler, controllers " + KubernetesVersion + "; the MPI operator, Kubeflow Trainer, JobSet, Kueue",
+		About:   "kube-apiserver, kube-scheduler, controllers " + KubernetesVersion + "; the MPI operator, Kubeflow Trainer, JobSet, Kueue, the DRA driver's ComputeDomain controller",
 	},
 	{
 		Name:     "pulumi",

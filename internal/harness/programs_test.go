@@ -48,6 +48,8 @@ func TestBuildModulesPinTheStatedVersions(t *testing.T) {
 		{kube, kubeapi.TrainerModule, kubeapi.TrainerVersion},
 		{kube, kubeapi.JobSetModule, kubeapi.JobSetVersion},
 		{kube, kubeapi.KueueModule, kubeapi.KueueVersion},
+		{kube, kubeapi.DRADriverModule, kubeapi.DRADriverVersion},
+		{crds, kubeapi.DRADriverModule, kubeapi.DRADriverVersion},
 		{"internal/kubeapi/build/etcd", "go.etcd.io/etcd/server/v3", harness.EtcdVersion},
 		{"internal/realengine/build/pulumi", "github.com/pulumi/pulumi/pkg/v3", harness.PulumiVersion},
 		{"internal/realengine/build/kubeprovider", harness.KubernetesProviderModule, harness.KubernetesProviderModuleVersion},

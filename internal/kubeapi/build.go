@@ -48,11 +48,13 @@ const (
 	LWSModule = "sigs.k8s.io/lws"
 )
 
-// DRADriverVersion is the NVIDIA DRA driver release build/crds/go.mod pins.
+// DRADriverVersion is the NVIDIA DRA driver release build/crds/go.mod pins, and build/kube/go.mod
+// (its ComputeDomain controller).
 const DRADriverVersion = "v0.4.1"
 
 // OperatorsModule is the build module of the operators the harness runs (the MPI operator,
-// Kubeflow Trainer, JobSet, Kueue): the control plane's, at one Kubernetes version.
+// Kubeflow Trainer, JobSet, Kueue, the DRA driver's ComputeDomain controller): the control
+// plane's, at one Kubernetes version.
 const OperatorsModule = "kube"
 
 // MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
@@ -154,12 +156,14 @@ func crds() ([][]byte, error) {
 }
 
 // Binaries a test may ask for (internal/harness builds them): the control plane and etcd (every
-// server), the MPI operator, Kubeflow Trainer's controller manager, JobSet, Kueue.
+// server), the MPI operator, Kubeflow Trainer's controller manager, JobSet, Kueue, the NVIDIA DRA
+// driver's ComputeDomain controller.
 const (
-	ControlPlaneBuild = "kube"
-	EtcdBuild         = "etcd"
-	MPIOperatorBuild  = "mpi-operator"
-	TrainerBuild      = "trainer-controller-manager"
-	JobSetBuild       = "jobset"
-	KueueBuild        = "kueue"
+	ControlPlaneBuild            = "kube"
+	EtcdBuild                    = "etcd"
+	MPIOperatorBuild             = "mpi-operator"
+	TrainerBuild                 = "trainer-controller-manager"
+	JobSetBuild                  = "jobset"
+	KueueBuild                   = "kueue"
+	ComputeDomainControllerBuild = "compute-domain-controller"
 )

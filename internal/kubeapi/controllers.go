@@ -2,9 +2,11 @@ package kubeapi
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -64,9 +66,12 @@ func (s *Server) StartDaemonSetEndpointsControllers() error {
 }
 
 // RunImage is an image whose pods the kubelet stand-in runs, with a binary the harness built
-// (Build, the name of a binary of the build) placed at the image's entry point.
+// (Build, the name of a binary of the build) placed at the image's entry point, and the files the
+// image carries for its program (Dirs: a directory of the image → a host directory with the same
+// files, copied into each pod's root).
 type RunImage struct {
 	Image, Entrypoint, Build string
+	Dirs                     map[string]string
 }
 
 // StartKubeletStandIn runs the harness's stand-in of every node's kubelet (see build/kube): a
@@ -88,7 +93,11 @@ func (s *Server) StartKubeletStandIn(images ...RunImage) error {
 			if err != nil {
 				return err
 			}
-			args = append(args, "--run="+im.Image+"="+im.Entrypoint+"="+bin)
+			run := "--run=" + im.Image + "=" + im.Entrypoint + "=" + bin
+			for _, in := range slices.Sorted(maps.Keys(im.Dirs)) {
+				run += "=" + in + ":" + im.Dirs[in]
+			}
+			args = append(args, run)
 		}
 	}
 	if err := s.runClient(ControlPlaneBuild, "kubelet-stand-in", func(kubeconfig string) []string {

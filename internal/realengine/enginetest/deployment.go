@@ -61,10 +61,15 @@ func StartCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	// What the kubernetes provider's awaits wait for: pods that start (the kubelet stand-in),
 	// DaemonSet rollouts and Service endpoints, and the garbage collector its foreground
 	// deletes wait on.
-	// The operators' pods run for real (Kueue, Kubeflow Trainer, JobSet, the MPI operator):
+	// The operators' pods run for real (Kueue, Kubeflow Trainer, JobSet, the MPI operator, the DRA
+	// driver's ComputeDomain controller):
 	// their webhooks refuse what they refuse on EKS, and their finalizers go only when they
 	// remove them. The kubelet stand-in starts first: it finishes pod deletions.
-	if err := s.StartKubeletStandIn(realengine.OperatorImages()...); err != nil {
+	images, err := realengine.OperatorImages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartKubeletStandIn(images...); err != nil {
 		t.Fatal(err)
 	}
 	for _, start := range []func() error{s.StartAppControllers, s.StartDaemonSetEndpointsControllers, s.StartGarbageCollector} {

@@ -80,12 +80,14 @@ func RunStackGroup(t *testing.T, group string) {
 			created := count(up.Summary.ResourceChanges, "create")
 			d.checkPulumiEKSChildren(d.Calls())
 			d.checkChartNames(ctx)
+			d.checkComputeDomains(ctx)
 			if part != PartExpiry {
 				d.checkNoChanges(ctx)
 				steps.done("second up")
 				d.checkOutputs(ctx)
 				steps.done("outputs")
 				d.checkChange(ctx)
+				d.checkComputeDomains(ctx) // a resized pool's domain is a new one
 				steps.done("change")
 			}
 			if part != PartLifecycle {

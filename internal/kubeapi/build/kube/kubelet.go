@@ -110,7 +110,7 @@ func newKubeletStandInCommand() *cobra.Command {
 			queue.Done(key)
 		}
 	})
-	cmd.Flags().StringArrayVar(&runFlags, "run", nil, "image=/entrypoint=binary: run the pods of this image with this binary (repeatable)")
+	cmd.Flags().StringArrayVar(&runFlags, "run", nil, "image=/entrypoint=binary[=/dir:hostdir ...]: run the pods of this image with this binary, and the directories of the image its program reads (repeatable)")
 	cmd.Flags().StringVar(&apiHost, "api-server-host", "", "the API server's address as the pods reach it (KUBERNETES_SERVICE_HOST): the host end of every pod's veth pair, the pods' gateway")
 	cmd.Flags().StringVar(&apiPort, "api-server-port", "", "the API server's port (KUBERNETES_SERVICE_PORT)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where the pods' root directories and logs are")

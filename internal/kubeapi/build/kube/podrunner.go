@@ -27,7 +27,8 @@ import (
 )
 
 // runner runs the pods whose every container's image is one the harness builds (the operators:
-// Kueue, Kubeflow Trainer, JobSet, the MPI operator), as a kubelet runs them, with the pod's own
+// Kueue, Kubeflow Trainer, JobSet, the MPI operator, the DRA driver's ComputeDomain controller),
+// as a kubelet runs them, with the pod's own
 // command, arguments, environment, volumes and service account: in a sandbox of its own (see
 // podsandbox.go), chrooted into a directory that holds the image's one binary at the image's
 // entry point and the pod's volumes at their mount paths. Readiness is the container's own
@@ -51,21 +52,37 @@ type runner struct {
 	pods map[types.UID]*podRun
 }
 
-// image is a binary the harness built, standing for an image whose entry point is path.
-type image struct{ entrypoint, binary string }
+// image is a binary the harness built, standing for an image whose entry point is path, and
+// the files the image carries besides it that its program reads (dirs: a directory of the image
+// → the host directory holding the same files).
+type image struct {
+	entrypoint, binary string
+	dirs               map[string]string
+}
 
-// parseRunFlag reads --run image=entrypoint=binary.
+// parseRunFlag reads --run image=/entrypoint=binary[=/dir:hostdir ...].
 func parseRunFlag(values []string) (map[string]image, error) {
 	out := map[string]image{}
 	for _, v := range values {
 		parts := strings.Split(v, "=")
-		if len(parts) != 3 || !strings.HasPrefix(parts[1], "/") {
-			return nil, fmt.Errorf("--run %q: want image=/entrypoint=binary", v)
+		if len(parts) < 3 || !strings.HasPrefix(parts[1], "/") {
+			return nil, fmt.Errorf("--run %q: want image=/entrypoint=binary[=/dir:hostdir ...]", v)
 		}
 		if _, err := os.Stat(parts[2]); err != nil {
 			return nil, fmt.Errorf("--run %q: %w", v, err)
 		}
-		out[parts[0]] = image{entrypoint: parts[1], binary: parts[2]}
+		im := image{entrypoint: parts[1], binary: parts[2], dirs: map[string]string{}}
+		for _, d := range parts[3:] {
+			in, host, ok := strings.Cut(d, ":")
+			if !ok || !strings.HasPrefix(in, "/") {
+				return nil, fmt.Errorf("--run %q: %q: want /dir:hostdir", v, d)
+			}
+			if _, err := os.Stat(host); err != nil {
+				return nil, fmt.Errorf("--run %q: %w", v, err)
+			}
+			im.dirs[in] = host
+		}
+		out[parts[0]] = im
 	}
 	return out, nil
 }
@@ -233,30 +250,73 @@ func (p *podRun) mount(ctx context.Context, root string, first bool) error {
 	if !first {
 		return nil
 	}
-	// The image: its one binary at its entry point.
+	// The image: its one binary at its entry point, and the files it carries for it.
 	for _, c := range p.pod.Spec.Containers {
 		img := p.r.images[c.Image]
-		if len(c.Command) > 0 && c.Command[0] != img.entrypoint {
+		if len(c.Command) > 0 && !runsEntrypoint(c.Command[0], img.entrypoint) {
 			return fmt.Errorf("container %s runs %s; the harness's %s is the image's entry point %s", c.Name, c.Command[0], img.binary, img.entrypoint)
 		}
-		target := filepath.Join(root, img.entrypoint)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		if err := placeFile(img.binary, filepath.Join(root, img.entrypoint), 0o755); err != nil {
 			return err
 		}
-		if _, err := os.Stat(target); err == nil {
-			continue
-		}
-		if err := os.Link(img.binary, target); err != nil {
-			data, err := os.ReadFile(img.binary) // another file system
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(target, data, 0o755); err != nil {
+		for in, host := range img.dirs {
+			if err := placeDir(host, filepath.Join(root, in)); err != nil {
 				return err
 			}
 		}
 	}
 	return os.MkdirAll(filepath.Join(root, "tmp"), 0o1777)
+}
+
+// runsEntrypoint says whether a container's command is the image's entry point: its path, or a
+// bare name the image's PATH resolves to it (the DRA driver's chart runs
+// "compute-domain-controller", at /usr/bin in its image).
+func runsEntrypoint(command, entrypoint string) bool {
+	if strings.Contains(command, "/") {
+		return command == entrypoint
+	}
+	return filepath.Base(entrypoint) == command
+}
+
+// placeFile puts a file at target, linked where it can be, unless target exists.
+func placeFile(source, target string, mode os.FileMode) error {
+	if _, err := os.Stat(target); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(source, target); err == nil {
+		return nil
+	}
+	return copyFile(source, target, mode) // another file system
+}
+
+func copyFile(source, target string, mode os.FileMode) error {
+	data, err := os.ReadFile(source)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(target, data, mode)
+}
+
+// placeDir copies a directory's regular files, recursively, to target: copied, not linked, since
+// the source is the module cache, which the pod's processes (root here) must not write.
+func placeDir(source, target string) error {
+	return filepath.WalkDir(source, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(source, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(target, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		return copyFile(path, to, 0o644)
+	})
 }
 
 func (p *podRun) setWaiting(msg string) {

@@ -1,6 +1,7 @@
 package benchjobs
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -75,4 +76,41 @@ func toStrings(v any) []string {
 		out = append(out, s.(string))
 	}
 	return out
+}
+
+// TestEFAJobsFailFast: on an EFA pool the MPIJob's ranks (mpirun -x from the launcher's
+// environment) and the TrainJob's nodes get NCCL_NET, so that NCCL fails at initialisation
+// instead of running over TCP sockets when aws-ofi-nccl cannot start.
+func TestEFAJobsFailFast(t *testing.T) {
+	st, err := topology.ParseStack("t.yaml", []byte("config:\n  aws:region: us-east-1\n"+
+		"  gpucluster:benchmarks: {enabled: true, trainingCommand: [train.py]}\n  gpucluster:pools: [{name: gpu, profile: p5-efa}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := topology.DeriveStack(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := stack.Pools[0]
+	objs, err := Objects(stack, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		data, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[o["kind"].(string)] = true
+		if !strings.Contains(string(data), `{"name":"NCCL_NET","value":"`+topology.OFIPluginName+`"}`) {
+			t.Errorf("pool %s: the %s carries no NCCL_NET=%s: %s", pool.Name, o["kind"], topology.OFIPluginName, data)
+		}
+		if o["kind"] == "MPIJob" && !strings.Contains(string(data), `"-x","NCCL_NET"`) {
+			t.Errorf("pool %s: mpirun does not pass NCCL_NET to the ranks: %s", pool.Name, data)
+		}
+	}
+	if !kinds["MPIJob"] || !kinds["TrainJob"] {
+		t.Errorf("pool %s: jobs %v, want an MPIJob and a TrainJob to check", pool.Name, kinds)
+	}
 }

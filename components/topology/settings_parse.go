@@ -164,3 +164,30 @@ func (r *reader) benchmarks(n *yaml.Node, lines map[string]int) BenchmarkSetting
 	}
 	return b
 }
+
+// efaFailFast reads gpucluster:efaFailFast: {enabled, reason}; off only with a reason.
+func (r *reader) efaFailFast(n *yaml.Node, lines map[string]int) EFAFailFastSettings {
+	s := EFAFailFastSettings{Enabled: true}
+	if !r.expectKind(n, yaml.MappingNode, KeyEFAFailFast, `a mapping {enabled: false, reason: "why jobs may fall back to TCP"}`) {
+		return s
+	}
+	r.eachKey(n, KeyEFAFailFast+".", []string{"enabled", "reason"}, func(k string, kn, val *yaml.Node) {
+		key := KeyEFAFailFast + "." + k
+		lines[key] = kn.Line
+		switch k {
+		case "enabled":
+			if b, ok := r.scalarBool(val, key); ok {
+				s.Enabled = b
+			}
+		case "reason":
+			if v, ok := r.scalarString(val, key); ok {
+				s.Reason = strings.TrimSpace(v)
+			}
+		}
+	})
+	if !s.Enabled && s.Reason == "" {
+		r.fail(lines[KeyEFAFailFast+".enabled"], KeyEFAFailFast+".reason", "add reason: saying why this stack's jobs may run over TCP sockets when aws-ofi-nccl cannot start (the review shows it)",
+			"%s is turned off without a reason", KeyEFAFailFast)
+	}
+	return s
+}

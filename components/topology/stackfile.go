@@ -50,6 +50,7 @@ type Stack struct {
 	versionLine   int
 	Expiry, Owner string // see StackSpec
 	Benchmarks    BenchmarkSettings
+	EFAFailFast   EFAFailFastSettings
 }
 
 // Pool is one GPU pool of a stack.
@@ -75,7 +76,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy}
+	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy, KeyEFAFailFast}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -110,6 +111,7 @@ func DeriveStack(st Stack) (StackSpec, error) {
 		if err != nil {
 			return StackSpec{}, err
 		}
+		setEFAFailFast(&ps, st.TrainingImage, st.EFAFailFast)
 		if st.Benchmarks.Enabled {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
@@ -331,6 +333,10 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	}
 	if n := settings[KeyBenchmarks]; n != nil {
 		st.Benchmarks = r.benchmarks(n, lines)
+	}
+	st.EFAFailFast = EFAFailFastSettings{Enabled: true}
+	if n := settings[KeyEFAFailFast]; n != nil {
+		st.EFAFailFast = r.efaFailFast(n, lines)
 	}
 	for _, prob := range validateSettings(region, st.Cluster, st.VPC) {
 		line, inherited := problemLine(prob.Key, lines)

@@ -279,7 +279,9 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 	// on when a plugin's device properties fail: "Invalid type of PCI bus", then "Assigned NET
 	// plugin IB to comm"; devopsrustem/slurmv4 shows it with provider verbs;ofi_rxm).
 	passedOver := l.Assigned != "" && strings.Contains(l.Plugin, "Libfabric") && !strings.Contains(l.Assigned, "Libfabric")
-	if l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) || passedOver {
+	// With NCCL_NET set NCCL did not carry on without the plugin: nccl-net-unavailable says why.
+	failedFast := l.Failures.records.byCode["nccl-net-unavailable"] != nil
+	if !failedFast && (l.PluginFailure != "" || l.NoProviders || (socket && strings.Contains(l.Plugin, "Libfabric")) || passedOver) {
 		evidence := "aws-ofi-nccl: \"No eligible providers were found\"; NCCL then uses network Socket"
 		if l.PluginFailure != "" {
 			evidence = "aws-ofi-nccl: \"" + l.PluginFailure + "\"; NCCL then uses network " + networkUsed(l)
@@ -312,6 +314,13 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		}
 	}
 	failureFindings(l, add)
+	if failedFast {
+		for i := range fs {
+			if fs[i].Code == "nccl-net-unavailable" {
+				fs[i].Cause = netUnavailableCause(l)
+			}
+		}
+	}
 	if l.GDROff != "" {
 		explain := "aws-ofi-nccl turned GPUDirect RDMA off (the plugin says so, no user setting): inter-node traffic is staged through host memory, at a fraction of EFA's bandwidth on types that support RDMA"
 		fix := "check the node image's GPUDirect RDMA support (the NVIDIA peer-memory module or dma-buf, and a libfabric with FI_HMEM for CUDA) and that the container sees the CUDA driver; the line before it says which call failed"
@@ -550,6 +559,24 @@ func onePerCode(fs []Finding) []Finding {
 // noEFADevice says whether a line of the log says the EFA provider found no device: aws-ofi-nccl's
 // "No eligible providers were found" or (before 1.0) "Could not find any optimal provider", or
 // libfabric's "fi_getinfo: provider efa output empty list".
+// netUnavailableCause is why the network NCCL_NET names did not start, as far as the log says.
+func netUnavailableCause(l *Log) string {
+	const set = "NCCL_NET names the one network NCCL may use (gpucluster sets it to aws-ofi-nccl's name on EFA pools, so that a job fails here instead of running over TCP sockets), and it did not start: "
+	switch {
+	case noEFADevice(l):
+		found := "\"No eligible providers were found\""
+		if l.PluginFailure != "" {
+			found = "\"" + l.PluginFailure + "\""
+		}
+		return set + "aws-ofi-nccl loaded and found no EFA device (" + found + "): the pod requests no vpc.amazonaws.com/efa, or the EFA device plugin never granted one (it must run on the node, tolerating its taints), or the node has no EFA interface"
+	case l.PluginFailure != "":
+		return set + "aws-ofi-nccl loaded and failed to start (\"" + l.PluginFailure + "\"); its WARN lines before it say where"
+	case l.Plugin == "" && l.PluginVer == "":
+		return set + "the log shows no aws-ofi-nccl at all: the image does not carry the plugin where NCCL looks for it (libnccl-net.so on LD_LIBRARY_PATH, or the library NCCL_NET_PLUGIN names)"
+	}
+	return set + "aws-ofi-nccl loaded as \"" + l.Plugin + "\", a name NCCL_NET does not give"
+}
+
 func noEFADevice(l *Log) bool {
 	return l.NoProviders || l.Failures.NoEFADevice != "" ||
 		strings.Contains(l.PluginFailure, "find any optimal provider") || strings.Contains(l.PluginFailure, "provider efa output empty list")

@@ -20,6 +20,12 @@ var failureClasses = []struct {
 	code string
 	re   *keyedRe
 }{
+	// NCCL_NET named a net that did not start, and NCCL does not fall back: "Error: network AWS
+	// Libfabric not found." (src/net.cc 2.18 to 2.25, src/plugin/net.cc 2.26; eth-cscs/cscs-docs
+	// quotes it from 2.22), "Failed to initialize any NET plugin" (src/plugin/net.cc 2.27 to
+	// 2.30), both ncclInvalidUsage. gpucluster sets NCCL_NET on EFA pools so that a missing EFA
+	// device or plugin ends the job this way instead of running it over sockets.
+	{"nccl-net-unavailable", classKeyed(`Error: network .* not found|Failed to initialize any NET plugin`, "Error: network ", "Failed to initialize any NET plugin")},
 	// ≤ 2.9 "Call to posix_fallocate failed : No space left on device"; 2.18–2.21 "Error: failed
 	// to extend /dev/shm/nccl-X to N bytes" (no errno printed); ≥ 2.22 the same with ", error: No
 	// space left on device (28)"; 2.30 os/linux.cc "fallocate: Failed to extend …".
@@ -305,6 +311,10 @@ var failureAdvice = map[string][2]string{
 	"collective-timeout": {
 		"a collective did not complete in time on every rank: one rank stopped taking part (it crashed, hung or lags far behind), or the network stalled",
 		"find the rank that did not reach the collective (the first error or exit in the other ranks' logs); raising the timeout only hides a hang",
+	},
+	"nccl-net-unavailable": {
+		"NCCL_NET names the network NCCL must use (gpucluster sets it to aws-ofi-nccl's name on EFA pools, so that a job fails here instead of running over TCP sockets), and no network of that name started: the pod has no EFA device (no vpc.amazonaws.com/efa request, or the EFA device plugin does not run on the node), or the image has no aws-ofi-nccl, or the plugin answers to another name",
+		"check, in this order: in Kubernetes, the pod requests vpc.amazonaws.com/efa and `kubectl describe node` lists it allocatable (the EFA device plugin runs on the node, tolerating its taints), and on a bare instance `fi_info -p efa` lists its EFA devices; the image or host carries aws-ofi-nccl (its NET/OFI lines in an NCCL_DEBUG=INFO log); NCCL_NET is a name the plugin answers to (\"AWS Libfabric\" for every version from 1.7, \"Libfabric\" from 1.13)",
 	},
 	"nccl-error": {
 		"NCCL returned an error to its caller and no narrower cause fits the log's words: the evidence is the error's first WARN line (or, with none before it, its first return-code line), which says which call failed",

@@ -34,6 +34,9 @@ func TestEveryFailureClass(t *testing.T) {
 		{"socketProgress: Connection closed by remote peer h<51022>", "nccl-remote-error"},
 		{"Net : Call to recv from 10.1.0.12<48213> failed : Broken pipe", "nccl-remote-error"},
 		{"socketProgressOpt: Call to recv from 10.0.0.3<5> failed : Connection reset by peer", "nccl-remote-error"},
+		{"Error: network AWS Libfabric not found.", "nccl-net-unavailable"},
+		{"Error: network Libfabric not found.", "nccl-net-unavailable"},
+		{"Failed to initialize any NET plugin", "nccl-net-unavailable"},
 		// Failures no narrower class fits, and warnings that are not failures.
 		{"Call to ibv_modify_qp failed with error Invalid argument", ""},
 		{"[Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 6", ""},

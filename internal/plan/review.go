@@ -120,6 +120,7 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| NCCL intra-node | `%s`%s: %s |\n", p.NCCL.IntraNode.Class, logHint(p.NCCL.IntraNode.Log), p.NCCL.IntraNode.Reason)
 	w("| NCCL inter-node | `%s`%s: %s |\n", p.NCCL.InterNode.Class, logHint(p.NCCL.InterNode.Log), p.NCCL.InterNode.Reason)
 	w("| Inter-node bandwidth | %g of %d Gbps per node: %s |\n", p.NCCL.ExpectedInterNodeGbps, p.NCCL.PhysicalMaxGbps, p.NCCL.BandwidthNote)
+	w("| Job environment | %s |\n", envLine(p.TrainingPod.Env))
 	w("| On-demand cost | %s |\n\n", poolCost(p))
 	tpl, err := yamlDoc(mustMap(podtemplate.AsMap(podtemplate.For(p, s.TrainingImage, s.Labels()))))
 	if err != nil {
@@ -387,6 +388,23 @@ func efaLine(p topology.PoolSpec) string {
 		rdma = "GPUDirect RDMA"
 	}
 	return fmt.Sprintf("%d interfaces on %d network cards, %s; security group in and out to itself", p.Network.EFAInterfaces, p.Instance.NetworkCards, rdma)
+}
+
+// envLine is each variable the pool's jobs get, and why: gpucluster's reason, or the stack's
+// ncclEnv.
+func envLine(env []topology.EnvVar) string {
+	var parts []string
+	for _, e := range env {
+		why := e.Why
+		if e.Source == "override" {
+			why = "the pool's ncclEnv"
+		}
+		parts = append(parts, fmt.Sprintf("`%s=%s`: %s", e.Name, e.Value, why))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func capacityLine(p topology.PoolSpec) string {

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpucluster/gpucluster/components/benchjobs"
+	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -140,6 +141,15 @@ func startControllers(s *kubeapi.Server) error {
 			// Kueue with gpucluster's resources section: the IMEX channel's DeviceClass mapping.
 			func() (err error) {
 				_, err = s.StartKueueWith(map[string]any{"resources": kueue.Resources()})
+				return err
+			},
+			// The DRA driver's ComputeDomain controller, in the chart's namespace: it makes each
+			// UltraServer pool's claim template when the pool's ComputeDomain is created.
+			func() (err error) {
+				if err = s.Create(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": dradriver.Namespace}}); err != nil {
+					return err
+				}
+				_, err = s.StartComputeDomainController(dradriver.Namespace)
 				return err
 			}} {
 			if controllersErr = start(); controllersErr != nil {
@@ -288,11 +298,13 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 		mpi := byKind["MPIJob"]
 		cd := p.TrainingPod.ComputeDomain
 		if cd != nil {
-			// What the DRA driver's controller makes for the pool's ComputeDomain: Kueue reads
-			// the claim template to count each worker's IMEX channel.
-			claim := channelClaimTemplate(t, ns, *cd)
-			must(s.Create(claim))
-			applied = append(applied, claim)
+			// The pool's ComputeDomain, as the stack creates it; its controller makes the claim
+			// template, which Kueue reads to count each worker's IMEX channel. Deleting the
+			// domain deletes the template (the controller removes their finalizers).
+			domain := dradriver.ComputeDomain(*cd, ns, nil)
+			must(s.Create(domain))
+			applied = append(applied, domain)
+			waitClaimTemplate(t, s, ns, *cd)
 		}
 		must(s.Create(mpi))
 		applied = append(applied, mpi)
@@ -341,13 +353,34 @@ func scheduleStack(t *testing.T, s *kubeapi.Server, spec topology.StackSpec) {
 	}
 }
 
+// waitClaimTemplate waits for the DRA driver's controller to make a ComputeDomain's claim template
+// for its workload pods, in the domain's namespace, for the DeviceClass Kueue's configuration maps.
+func waitClaimTemplate(t *testing.T, s *kubeapi.Server, ns string, cd topology.ComputeDomainSpec) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		obj, err := s.Get(map[string]any{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+			"metadata": map[string]any{"name": cd.ClaimTemplate, "namespace": ns}})
+		if err == nil {
+			req, _ := obj["spec"].(map[string]any)["spec"].(map[string]any)["devices"].(map[string]any)["requests"].([]any)
+			if len(req) != 1 || req[0].(map[string]any)["exactly"].(map[string]any)["deviceClassName"] != topology.ComputeDomainChannelDeviceClass {
+				t.Fatalf("the controller's claim template %s asks for %v, want one %s", cd.ClaimTemplate, req, topology.ComputeDomainChannelDeviceClass)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the DRA driver's controller made no claim template %s for ComputeDomain %s in 60 s: %v\n%s", cd.ClaimTemplate, cd.Name, err, s.ControllerLogs())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // checkClaimingWorkers: on an UltraServer pool, once Kueue admits the job (each worker's IMEX
 // channel counted against the pool's quota), the MPI operator makes every worker, each claiming
-// the pool's ComputeDomain channel. Named deviation: the test cluster runs no NVIDIA DRA driver
-// (its ComputeDomain controller and kubelet plugin need GPUs on an NVLink fabric): the test
-// makes the claim template as its controller would (channelClaimTemplate), and nothing allocates
-// the channel, so the workers stay unscheduled: their admission and shape are what is proven
-// here, not their placement.
+// the pool's ComputeDomain channel from the claim template the DRA driver's controller made.
+// Named deviation: the test cluster runs no DRA kubelet plugin (it needs GPUs on an NVLink
+// fabric), so nothing allocates the channel and the workers stay unscheduled: their admission and
+// shape are what is proven here, not their placement.
 func checkClaimingWorkers(t *testing.T, s *kubeapi.Server, ns, selector string, p topology.PoolSpec, cd topology.ComputeDomainSpec) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)

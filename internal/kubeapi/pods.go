@@ -185,7 +185,7 @@ func (s *Server) WaitPods(namespace, selector string, n, nodes int, timeout time
 			return pods, nil
 		}
 		if time.Now().After(deadline) {
-			return pods, fmt.Errorf("%d pod(s) match %q in %s after %s, want %d\n%s", len(pods), selector, namespace, timeout, n, s.controllerLogs())
+			return pods, fmt.Errorf("%d pod(s) match %q in %s after %s, want %d\n%s", len(pods), selector, namespace, timeout, n, s.ControllerLogs())
 		}
 		if err := s.exited(); err != nil {
 			return nil, err
@@ -250,11 +250,11 @@ func (s *Server) exited() error {
 	return nil
 }
 
-// controllerLogs are the tails of the controllers' logs, for a test that waited in vain.
-func (s *Server) controllerLogs() string {
+// ControllerLogs are the tails of the controllers' logs, for a test that waited in vain.
+func (s *Server) ControllerLogs() string {
 	var b strings.Builder
 	for _, p := range s.procs {
-		if p.name == "mpi-operator" || p.name == "kube-job-controller" || p.name == "kueue" || p.name == "trainer-controller-manager" {
+		if p.name == "mpi-operator" || p.name == "kube-job-controller" || p.name == "kueue" || p.name == "trainer-controller-manager" || p.name == "compute-domain-controller" {
 			fmt.Fprintf(&b, "--- %s log:\n%s\n", p.name, s.logTail(p.name))
 		}
 	}

@@ -150,8 +150,6 @@ const (
 	// trainerImage is what the chart's trainer.image helper renders at its defaults
 	// (templates/_helpers.tpl: registry/repository:v<chart version>); its release stamps nothing.
 	trainerImage = "ghcr.io/kubeflow/trainer/trainer-controller-manager"
-	// draDriverImageRepository is the DRA driver chart's image.repository (values.yaml).
-	draDriverImageRepository = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"
 )
 
 // OperatorImages are the images whose pods run for real in the tier.
@@ -165,16 +163,14 @@ func OperatorImages() ([]kubeapi.RunImage, error) {
 		{Image: trainerImage + ":" + kubeapi.TrainerVersion, Entrypoint: "/manager", Build: kubeapi.TrainerBuild},
 		{Image: jobSetImage + ":" + kubeapi.JobSetVersion, Entrypoint: "/manager", Build: kubeapi.JobSetBuild},
 		{Image: mpioperator.Image, Entrypoint: "/opt/mpi-operator", Build: kubeapi.MPIOperatorBuild},
-		// The NVIDIA DRA driver's one image, as its chart's fullimage helper renders it
-		// (templates/_helpers.tpl: repository:v<appVersion>), run for its controller's pods: its
-		// Dockerfile (deployments/container/Dockerfile) puts compute-domain-controller at /usr/bin
-		// and copies the module's templates/ to /templates, where the controller reads the
-		// DaemonSet and ResourceClaimTemplates it makes for a ComputeDomain
+		// The NVIDIA DRA driver's one image, run for its controller's pods: its Dockerfile
+		// (deployments/container/Dockerfile) puts compute-domain-controller at /usr/bin and
+		// copies the module's templates/ to /templates, where the controller reads the DaemonSet and ResourceClaimTemplates it makes for a ComputeDomain
 		// (cmd/compute-domain-controller/daemonset.go, resourceclaimtemplate.go). The kubelet
 		// plugin's pods share the image but have an init container: the stand-in runs nothing
 		// of them (they need GPU nodes), nor of the ComputeDomain daemons' (no node carries the
 		// label that selects them: only the kubelet plugin sets it).
-		{Image: draDriverImageRepository + ":" + kubeapi.DRADriverVersion, Entrypoint: "/usr/bin/compute-domain-controller",
+		{Image: kubeapi.DRADriverImage, Entrypoint: "/usr/bin/compute-domain-controller",
 			Build: kubeapi.ComputeDomainControllerBuild, Dirs: map[string]string{"/templates": filepath.Join(dra, "templates")}},
 	}, nil
 }

@@ -1,0 +1,68 @@
+package kubeapi
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// DRADriverImage is the NVIDIA DRA driver's one image as its chart renders it (templates/
+// _helpers.tpl fullimage: values.yaml image.repository, then v<appVersion>): its controller,
+// kubelet plugin and ComputeDomain daemons all run it.
+const DRADriverImage = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:" + DRADriverVersion
+
+// StartComputeDomainController runs the NVIDIA DRA driver's ComputeDomain controller of the
+// release whose CRDs the server installs, as its chart runs it (one replica, no leader election,
+// the chart's environment), with the admin's credentials, in namespace (which must exist: the
+// controller keeps its DaemonSets and claim templates for the domains' daemons there). It reads
+// the templates of what it makes at fixed paths under /templates (cmd/compute-domain-controller/
+// daemonset.go, resourceclaimtemplate.go), where its image has them: it runs chrooted into a
+// directory that holds its binary, the module's templates/ and its kubeconfig, which needs root.
+func (s *Server) StartComputeDomainController(namespace string) (stop func(), err error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("the ComputeDomain controller reads its templates at /templates and runs chrooted to find them there, which needs root: run the tests as root (the CI machine does)")
+	}
+	bin, err := binary(ComputeDomainControllerBuild)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := ModuleDir(DRADriverModule)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(s.dir, "compute-domain-controller-root")
+	if err := os.MkdirAll(filepath.Join(root, "templates"), 0o755); err != nil {
+		return nil, err
+	}
+	templates, err := filepath.Glob(filepath.Join(mod, "templates", "*"))
+	if err != nil || len(templates) == 0 {
+		return nil, fmt.Errorf("no templates in %s: %v", filepath.Join(mod, "templates"), err)
+	}
+	copies := map[string]string{bin: "compute-domain-controller"}
+	for _, f := range templates {
+		copies[f] = filepath.Join("templates", filepath.Base(f))
+	}
+	kubeconfig, err := s.kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	copies[kubeconfig] = "kubeconfig"
+	for from, to := range copies {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(root, to), data, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// The chart's controller.yaml environment (v0.4.1), but for the metrics endpoint: test
+	// processes run side by side on one network, and nothing here scrapes it.
+	env := []string{"KUBECONFIG=/kubeconfig", "POD_NAME=compute-domain-controller", "NAMESPACE=" + namespace,
+		"IMAGE_NAME=" + DRADriverImage, "LOG_VERBOSITY_CD_DAEMON=4", "LEADER_ELECTION_ENABLED=false", "HTTP_ENDPOINT="}
+	p, err := s.startEnv("compute-domain-controller", "nsenter", env, "--root="+root, "--wd=/", "/compute-domain-controller", "-v", "4")
+	if err != nil {
+		return nil, err
+	}
+	return func() { s.stopProcess(p) }, nil
+}

@@ -314,7 +314,7 @@ var failureAdvice = map[string][2]string{
 	},
 	"nccl-net-unavailable": {
 		"NCCL_NET names the network NCCL must use (gpucluster sets it to aws-ofi-nccl's name on EFA pools, so that a job fails here instead of running over TCP sockets), and no network of that name started: the pod has no EFA device (no vpc.amazonaws.com/efa request, or the EFA device plugin does not run on the node), or the image has no aws-ofi-nccl, or the plugin answers to another name",
-		"check, in this order: in Kubernetes, the pod requests vpc.amazonaws.com/efa and `kubectl describe node` lists it allocatable (the EFA device plugin runs on the node, tolerating its taints), and on a bare instance `fi_info -p efa` lists its EFA devices; the image or host carries aws-ofi-nccl (its NET/OFI lines in an NCCL_DEBUG=INFO log); NCCL_NET is a name the plugin answers to (\"AWS Libfabric\" for every version from 1.7, \"Libfabric\" from 1.13)",
+		"check, in this order: in Kubernetes, the pod requests vpc.amazonaws.com/efa and `kubectl describe node` lists it allocatable (the EFA device plugin runs on the node, tolerating its taints), and on a bare instance `fi_info -p efa` lists its EFA devices; the image or host carries aws-ofi-nccl (its NET/OFI lines in an NCCL_DEBUG=INFO log); NCCL_NET is a name the plugin answers to (\"" + topology.OFIPluginLegacyName + "\" for every version from 1.7, \"" + topology.OFIPluginName + "\" from 1.13)",
 	},
 	"nccl-error": {
 		"NCCL returned an error to its caller and no narrower cause fits the log's words: the evidence is the error's first WARN line (or, with none before it, its first return-code line), which says which call failed",

@@ -154,7 +154,7 @@ const (
 
 // OperatorImages are the images whose pods run for real in the tier.
 func OperatorImages() ([]kubeapi.RunImage, error) {
-	dra, err := kubeapi.ModuleDir(kubeapi.DRADriverModule)
+	templates, err := kubeapi.DRADriverTemplates()
 	if err != nil {
 		return nil, err
 	}
@@ -164,13 +164,12 @@ func OperatorImages() ([]kubeapi.RunImage, error) {
 		{Image: jobSetImage + ":" + kubeapi.JobSetVersion, Entrypoint: "/manager", Build: kubeapi.JobSetBuild},
 		{Image: mpioperator.Image, Entrypoint: "/opt/mpi-operator", Build: kubeapi.MPIOperatorBuild},
 		// The NVIDIA DRA driver's one image, run for its controller's pods: its Dockerfile
-		// (deployments/container/Dockerfile) puts compute-domain-controller at /usr/bin and
-		// copies the module's templates/ to /templates, where the controller reads the DaemonSet and ResourceClaimTemplates it makes for a ComputeDomain
-		// (cmd/compute-domain-controller/daemonset.go, resourceclaimtemplate.go). The kubelet
+		// (deployments/container/Dockerfile) puts compute-domain-controller at /usr/bin, and
+		// its templates where the controller reads them (kubeapi.DRADriverTemplates). The kubelet
 		// plugin's pods share the image but have an init container: the stand-in runs nothing
 		// of them (they need GPU nodes), nor of the ComputeDomain daemons' (no node carries the
 		// label that selects them: only the kubelet plugin sets it).
 		{Image: kubeapi.DRADriverImage, Entrypoint: "/usr/bin/compute-domain-controller",
-			Build: kubeapi.ComputeDomainControllerBuild, Dirs: map[string]string{"/templates": filepath.Join(dra, "templates")}},
+			Build: kubeapi.ComputeDomainControllerBuild, Dirs: map[string]string{kubeapi.DRADriverTemplatesPath: templates}},
 	}, nil
 }

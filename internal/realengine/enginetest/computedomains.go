@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -75,12 +76,7 @@ func (d *Deployment) computeDomainTaken(cd topology.ComputeDomainSpec) error {
 
 func hasFinalizer(md map[string]any) bool {
 	fs, _ := md["finalizers"].([]any)
-	for _, f := range fs {
-		if f == computeDomainFinalizer {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(fs, any(computeDomainFinalizer))
 }
 
 // dig follows keys through nested maps; nil where one is missing.

@@ -256,7 +256,7 @@ func (p *podRun) mount(ctx context.Context, root string, first bool) error {
 		if len(c.Command) > 0 && !runsEntrypoint(c.Command[0], img.entrypoint) {
 			return fmt.Errorf("container %s runs %s; the harness's %s is the image's entry point %s", c.Name, c.Command[0], img.binary, img.entrypoint)
 		}
-		if err := placeFile(img.binary, filepath.Join(root, img.entrypoint), 0o755); err != nil {
+		if err := placeFile(img.binary, filepath.Join(root, img.entrypoint)); err != nil {
 			return err
 		}
 		for in, host := range img.dirs {
@@ -278,8 +278,8 @@ func runsEntrypoint(command, entrypoint string) bool {
 	return filepath.Base(entrypoint) == command
 }
 
-// placeFile puts a file at target, linked where it can be, unless target exists.
-func placeFile(source, target string, mode os.FileMode) error {
+// placeFile puts the image's binary at target, linked where it can be, unless target exists.
+func placeFile(source, target string) error {
 	if _, err := os.Stat(target); err == nil {
 		return nil
 	}
@@ -289,7 +289,7 @@ func placeFile(source, target string, mode os.FileMode) error {
 	if err := os.Link(source, target); err == nil {
 		return nil
 	}
-	return copyFile(source, target, mode) // another file system
+	return copyFile(source, target, 0o755) // another file system
 }
 
 func copyFile(source, target string, mode os.FileMode) error {

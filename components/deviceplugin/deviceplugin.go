@@ -24,6 +24,13 @@ const (
 	EFAImageTag = "v0.5.20"
 )
 
+// The DaemonSets' names, which are also their pods' app.kubernetes.io/name label (in
+// k8sargs.Namespace): how `gpucluster verify` finds a node's plugin pods.
+const (
+	NVIDIAName = "nvidia-device-plugin"
+	EFAName    = "aws-efa-k8s-device-plugin"
+)
+
 // EFAImage is the EFA device plugin image for a region.
 func EFAImage(region string) string {
 	return topology.EKSImageRegistry(region) + "/eks/aws-efa-k8s-device-plugin:" + EFAImageTag
@@ -98,7 +105,7 @@ type Args struct {
 // NewNVIDIA deploys the NVIDIA device plugin on the pools whose image does not ship one.
 func NewNVIDIA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Plugin, error) {
 	pools := selectPools(args.Pools, func(p topology.PoolSpec) bool { return p.InCluster.NVIDIADevicePlugin.Deploy })
-	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, "nvidia-device-plugin", NVIDIAImage, nvidiaPod, pools, nil, args.Labels, opts...)
+	return newPlugin(ctx, "gpucluster:index:NvidiaDevicePlugin", name, NVIDIAName, NVIDIAImage, nvidiaPod, pools, nil, args.Labels, opts...)
 }
 
 // NewEFA deploys the EFA device plugin on the EFA pools. It tolerates the GPU taint (and every
@@ -109,7 +116,7 @@ func NewEFA(ctx *pulumi.Context, name string, args Args, opts ...pulumi.Resource
 	if len(pools) > 0 {
 		selector = pools[0].InCluster.EFANodeSelector
 	}
-	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, "aws-efa-k8s-device-plugin", EFAImage(args.Region), efaPod, pools, selector, args.Labels, opts...)
+	return newPlugin(ctx, "gpucluster:index:EfaDevicePlugin", name, EFAName, EFAImage(args.Region), efaPod, pools, selector, args.Labels, opts...)
 }
 
 func selectPools(pools []topology.PoolSpec, need func(topology.PoolSpec) bool) []topology.PoolSpec {

@@ -175,9 +175,9 @@ func nodePool(a PoolArgs, name string) nodePoolSpec {
 	np.Template.Spec = nodeClaimSpec{
 		NodeClassRef: nodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: name},
 		Requirements: []requirement{
-			{Key: "node.kubernetes.io/instance-type", Operator: "In", Values: []string{s.Instance.Name}},
+			{Key: topology.LabelInstanceType, Operator: "In", Values: []string{s.Instance.Name}},
 			{Key: "karpenter.sh/capacity-type", Operator: "In", Values: []string{s.Capacity.KarpenterType}},
-			{Key: "topology.kubernetes.io/zone", Operator: "In", Values: s.AvailabilityZones},
+			{Key: topology.LabelZone, Operator: "In", Values: s.AvailabilityZones},
 		},
 		Taints:        s.Taints,
 		StartupTaints: s.StartupTaints,

@@ -18,6 +18,13 @@ const (
 	LabelGPUPresent = "nvidia.com/gpu.present"
 )
 
+// Well-known labels the kubelet sets on every node (Kubernetes "Well-Known Labels, Annotations
+// and Taints"): what a pool's requirements and `gpucluster verify` read a node's type and zone by.
+const (
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+	LabelZone         = "topology.kubernetes.io/zone"
+)
+
 // AWS tags gpucluster puts on every resource it creates (the label domain's counterpart).
 const (
 	TagCluster = labelDomain + "cluster"

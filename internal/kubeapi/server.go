@@ -299,6 +299,12 @@ func (s *Server) Update(obj map[string]any) error {
 	return s.write("PUT", "/"+name(obj), obj, http.StatusOK)
 }
 
+// UpdateStatus replaces an object's status (PUT to its status subresource), as its controller or
+// kubelet would.
+func (s *Server) UpdateStatus(obj map[string]any) error {
+	return s.write("PUT", "/"+name(obj)+"/status", obj, http.StatusOK)
+}
+
 // write sends an object to its collection (plus suffix), refusing unknown fields; any status but
 // the accepted ones is the server's refusal, with its message.
 func (s *Server) write(method, suffix string, obj map[string]any, accepted ...int) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,18 +99,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return c.fail("give one stack file, such as stacks/Pulumi.dev.yaml")
 	}
-	spec, err := topology.LoadStack(pos[0])
-	if err != nil {
-		var ces topology.ConfigErrors
-		if errors.As(err, &ces) {
-			fmt.Fprintf(stderr, "gpucluster: %s is invalid: %d error(s)\n", pos[0], len(ces))
-			for _, e := range ces {
-				fmt.Fprintf(stderr, "  %s\n", e.Error())
-			}
-			return exitFail
-		}
-		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return exitUnreadable
+	spec, code, ok := loadStack(pos[0], stderr)
+	if !ok {
+		return code
 	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintf(stderr, "  warning: %s\n", w.Error())

@@ -27,8 +27,9 @@ func cmdExpire(args []string, stdout, stderr io.Writer) int {
 	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--stack " + a + " --in 8h" }); !ok {
 		return code
 	}
-	if (*stack == "") == (*config == "") {
-		return c.fail("name the stack file once: --stack NAME or --config FILE")
+	file, code, ok := c.stackOrConfig(*stack, *config)
+	if !ok {
+		return code
 	}
 	if *inText == "" {
 		return c.fail("say when the GPU pools stop: --in 8h (%s)", lifetimeUnits)
@@ -36,14 +37,6 @@ func cmdExpire(args []string, stdout, stderr io.Writer) int {
 	in, err := parseLifetime(*inText)
 	if err != nil {
 		return c.fail("--in %s: %v", *inText, err)
-	}
-	file := *config
-	if file == "" {
-		f, code, ok := c.stackFile(*stack, true)
-		if !ok {
-			return code
-		}
-		file = f
 	}
 	at := now().UTC().Add(in).Add(time.Minute - time.Nanosecond).Truncate(time.Minute)
 	if err := setExpiry(file, at); err != nil {

@@ -1,5 +1,6 @@
 // Command gpucluster is the offline side of gpucluster: it lists and explains topology profiles
-// and checks stack files, with no cloud credentials and no Pulumi CLI.
+// and checks stack files, with no cloud credentials and no Pulumi CLI; verify alone reads a live
+// cluster (with kubectl, read-only).
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-const usage = `gpucluster: GPU-cluster topology, offline.
+const usage = `gpucluster: GPU-cluster topology, planned offline, verified live.
 
 Usage:
   gpucluster plan [--stack NAME | --config FILE | --all] [--out DIR]
@@ -26,6 +27,10 @@ Usage:
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the
                                           transports (NCCL INFO lines), a verdict against published figures
+  gpucluster verify --stack NAME [--kubeconfig FILE] [--context NAME]
+                                          compare the live cluster with the stack's plan, node by node
+                                          (type, zone, labels, taints, GPUs, EFA, agents, controllers);
+                                          read-only
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME                 print the cluster spec derived from a built-in profile
   gpucluster validate FILE                check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
@@ -47,7 +52,7 @@ func main() {
 // commands are gpucluster's subcommands.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"doctor": cmdDoctor, "plan": cmdPlan, "profiles": cmdProfiles, "profile": cmdProfile, "validate": cmdValidate,
-	"expire": cmdExpire, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
+	"expire": cmdExpire, "verify": cmdVerify, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
 }
 
 // run is main without the process: it returns the exit code, so tests can call it.

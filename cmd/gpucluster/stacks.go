@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,4 +38,35 @@ func (c *cli) stackFile(name string, hasConfig bool) (string, int, bool) {
 		return "", c.fail("no stack %q%s: %s does not exist; stacks: %s", name, topology.Suggest(name, names), relative(f), strings.Join(names, ", ")), false
 	}
 	return f, 0, true
+}
+
+// stackOrConfig is the stack file of a command that takes --stack NAME or --config FILE, exactly
+// one of them.
+func (c *cli) stackOrConfig(stack, config string) (string, int, bool) {
+	if (stack == "") == (config == "") {
+		return "", c.fail("name the stack file once: --stack NAME or --config FILE"), false
+	}
+	if config != "" {
+		return config, 0, true
+	}
+	return c.stackFile(stack, true)
+}
+
+// loadStack derives a stack file: an invalid one is said error by error (exit 1), one that
+// cannot be read is exit 4.
+func loadStack(file string, stderr io.Writer) (topology.StackSpec, int, bool) {
+	spec, err := topology.LoadStack(file)
+	if err != nil {
+		var ces topology.ConfigErrors
+		if errors.As(err, &ces) {
+			fmt.Fprintf(stderr, "gpucluster: %s is invalid: %d error(s)\n", file, len(ces))
+			for _, e := range ces {
+				fmt.Fprintf(stderr, "  %s\n", e.Error())
+			}
+			return spec, exitFail, false
+		}
+		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
+		return spec, exitUnreadable, false
+	}
+	return spec, 0, true
 }

@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"github.com/gpucluster/gpucluster/components/deviceplugin"
+	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// agent is a node agent every node of a pool must run a Ready pod of: its DaemonSet's name,
+// which is its pods' app.kubernetes.io/name label, the resource it advertises or whether it lifts
+// the startup taint, and what the node lacks without it.
+type agent struct {
+	name       string
+	advertises string
+	liftsTaint bool
+	without    string
+}
+
+// agents are the node agents the pool's spec deploys on its nodes.
+func agents(p topology.PoolSpec) []agent {
+	var out []agent
+	ic := p.InCluster
+	if ic.NVIDIADevicePlugin.Deploy {
+		out = append(out, agent{name: deviceplugin.NVIDIAName, advertises: topology.ResourceGPU, without: "the node advertises no " + topology.ResourceGPU})
+	}
+	if ic.EFADevicePlugin.Deploy {
+		out = append(out, agent{name: deviceplugin.EFAName, advertises: topology.ResourceEFA, without: "the node advertises no " + topology.ResourceEFA + ", and EFA jobs stop at NCCL's start"})
+	}
+	if ic.FabricManager.Deploy {
+		out = append(out, agent{name: fabricmanager.Name, liftsTaint: true, without: "no fabric manager runs: the NVSwitch fabric stays down and the startup taint stays"})
+	}
+	if ic.FabricManager.Gate {
+		out = append(out, agent{name: fabricmanager.GateName, liftsTaint: true, without: "nothing lifts the startup taint once the host's fabric manager serves"})
+	}
+	return out
+}
+
+// AgentNames are every node agent verify looks for.
+func AgentNames() []string {
+	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, fabricmanager.GateName}
+}

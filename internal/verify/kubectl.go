@@ -1,0 +1,143 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/gpucluster/gpucluster/components/k8sargs"
+	"github.com/gpucluster/gpucluster/components/topology"
+)
+
+// Kubectl reads the cluster kubectl is configured for: Kubeconfig and Context when set, else
+// what kubectl itself resolves (KUBECONFIG, then ~/.kube/config), with whatever credential
+// plugin the kubeconfig names (`aws eks get-token` on EKS). kubectl is used rather than an API
+// client of our own so that every way a kubeconfig authenticates works as it does for the user.
+// Only `kubectl get` runs: verify changes nothing.
+type Kubectl struct {
+	Path       string // "" is kubectl on PATH
+	Kubeconfig string
+	Context    string
+}
+
+// unservedMessage is kubectl's error for a resource type the API server does not serve (its
+// CRD is not installed): kubectl's cmd/get, "the server doesn't have a resource type".
+const unservedMessage = "the server doesn't have a resource type"
+
+// errUnserved marks a resource the API server does not serve.
+var errUnserved = errors.New("not served")
+
+// requestTimeout bounds each request: an unreachable API server is said in seconds, not after
+// kubectl's default of waiting forever.
+const requestTimeout = "30s"
+
+// get lists one resource as JSON.
+func (k Kubectl) get(ctx context.Context, resource string, args ...string) ([]byte, error) {
+	path := k.Path
+	if path == "" {
+		path = "kubectl"
+	}
+	var global []string
+	if k.Kubeconfig != "" {
+		global = append(global, "--kubeconfig", k.Kubeconfig)
+	}
+	if k.Context != "" {
+		global = append(global, "--context", k.Context)
+	}
+	argv := append(append(global, "get", resource, "-o", "json", "--request-timeout", requestTimeout), args...)
+	cmd := exec.CommandContext(ctx, path, argv...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, unservedMessage) {
+			return nil, errUnserved
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) { // kubectl did not run at all
+			return nil, fmt.Errorf("running %s: %w (verify reads the cluster with kubectl 1.24 or newer: gpucluster preflight checks it)", path, err)
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("kubectl %s: %s", strings.Join(argv, " "), msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// list decodes a kubectl List's items.
+func list[T any](b []byte, resource string) ([]T, error) {
+	var l struct {
+		Items []T `json:"items"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("reading kubectl's list of %s: %w", resource, err)
+	}
+	return l.Items, nil
+}
+
+// Read reads what verifying the spec needs: every node, the node agents' pods, and the
+// controllers' objects of the kinds the spec's pools use.
+func (k Kubectl) Read(ctx context.Context, spec topology.StackSpec) (*Cluster, error) {
+	c := &Cluster{Objects: map[string][]Object{}}
+	b, err := k.get(ctx, "nodes")
+	if err != nil {
+		return nil, err
+	}
+	if c.Nodes, err = list[Node](b, "nodes"); err != nil {
+		return nil, err
+	}
+	selector := "app.kubernetes.io/name in (" + strings.Join(AgentNames(), ",") + ")"
+	if b, err = k.get(ctx, "pods", "-n", k8sargs.Namespace, "-l", selector); err != nil {
+		return nil, err
+	}
+	if c.Pods, err = list[Pod](b, "pods"); err != nil {
+		return nil, err
+	}
+	for _, r := range objectsNeeded(spec) {
+		var args []string
+		if r == ResourceComputeDomains {
+			args = []string{"-n", topology.BenchmarkNamespace}
+		}
+		b, err := k.get(ctx, r, args...)
+		if errors.Is(err, errUnserved) {
+			c.Unserved = append(c.Unserved, r)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.Objects[r], err = list[Object](b, r); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// objectsNeeded are the controllers' resources the spec's pools have objects of.
+func objectsNeeded(spec topology.StackSpec) []string {
+	var out []string
+	add := func(r string) {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	for _, p := range spec.Pools {
+		if p.Provisioner == topology.ProvisionerKarpenter {
+			add(ResourceNodePools)
+			add(ResourceNodeClasses)
+		}
+		if p.Benchmark != nil && p.Benchmark.Queue != nil {
+			add(ResourceClusterQueues)
+		}
+		if p.TrainingPod.ComputeDomain != nil {
+			add(ResourceComputeDomains)
+		}
+	}
+	return out
+}

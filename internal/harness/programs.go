@@ -20,6 +20,7 @@ import (
 const (
 	KubernetesVersion = "v1.36.2"
 	EtcdVersion       = "v3.6.5"
+	KwokVersion       = "v0.8.0"
 	PulumiVersion     = "v" + preflight.TestedPulumiVersion
 )
 
@@ -76,6 +77,12 @@ var Programs = []Program{
 		// The Automation API refuses a CLI that does not know its version.
 		LDFlags: "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=" + PulumiVersion,
 		About:   "the Pulumi CLI " + PulumiVersion,
+	},
+	{
+		Name:     "kwok",
+		Module:   "internal/kubeapi/build/kwok",
+		Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"},
+		About:    "kwok " + KwokVersion + ", the kubelet of nodes no instance backs (a stand-in: no container runs)",
 	},
 	{
 		Name:     "etcd",

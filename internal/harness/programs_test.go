@@ -51,6 +51,7 @@ func TestBuildModulesPinTheStatedVersions(t *testing.T) {
 		{kube, kubeapi.DRADriverModule, kubeapi.DRADriverVersion},
 		{crds, kubeapi.DRADriverModule, kubeapi.DRADriverVersion},
 		{"internal/kubeapi/build/etcd", "go.etcd.io/etcd/server/v3", harness.EtcdVersion},
+		{"internal/kubeapi/build/kwok", kubeapi.KwokModule, harness.KwokVersion},
 		{"internal/realengine/build/pulumi", "github.com/pulumi/pulumi/pkg/v3", harness.PulumiVersion},
 		{"internal/realengine/build/kubeprovider", harness.KubernetesProviderModule, harness.KubernetesProviderModuleVersion},
 	} {
@@ -83,6 +84,7 @@ func TestBuiltProgramsRun(t *testing.T) {
 	// Stamped: an unstamped kube-apiserver says v0.0.0-master, which Helm refuses.
 	version("Kubernetes "+harness.KubernetesVersion, "kube", "kube-apiserver", "--version")
 	version("etcd Version: "+strings.TrimPrefix(harness.EtcdVersion, "v"), "etcd", "--version")
+	version(strings.TrimPrefix(harness.KwokVersion, "v"), "kwok", "--version")
 	// The Automation API refuses a CLI that does not know its version.
 	version(harness.PulumiVersion, "pulumi", "version")
 	// A provider plugin's first line on stdout is its gRPC port.

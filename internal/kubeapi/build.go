@@ -73,6 +73,11 @@ func ModuleDir(module string) (string, error) {
 	if module == TrainerModule || module == JobSetModule || module == KueueModule {
 		dir = buildDir(OperatorsModule)
 	}
+	return moduleDirIn(dir, module)
+}
+
+// moduleDirIn is where a module that the build module in dir pins lies in the module cache.
+func moduleDirIn(dir, module string) (string, error) {
 	download := exec.Command("go", "mod", "download", module)
 	download.Dir = dir
 	if msg, err := download.CombinedOutput(); err != nil {

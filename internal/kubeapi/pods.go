@@ -75,6 +75,12 @@ func (s *Server) CreateReadyNode(node map[string]any) error {
 	if err := s.Create(node); err != nil {
 		return err
 	}
+	return s.liftNotReadyTaint(node)
+}
+
+// liftNotReadyTaint does what the node lifecycle controller does once a node's kubelet reports
+// Ready.
+func (s *Server) liftNotReadyTaint(node map[string]any) error {
 	got, err := s.Get(node)
 	if err != nil {
 		return err

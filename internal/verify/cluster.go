@@ -10,7 +10,7 @@ import "time"
 // Cluster is what verify reads of a live cluster, in the API's own JSON shapes (the fields it
 // uses, nothing else).
 type Cluster struct {
-	Nodes []Node
+	Nodes []Node // the nodes that carry gpucluster.io/pool (any pool)
 	// Pods are the node agents' pods (AgentNames), wherever they run.
 	Pods []Pod
 	// Objects are the controllers' objects by resource (ResourceNodePools, …).

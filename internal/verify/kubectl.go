@@ -81,11 +81,12 @@ func list[T any](b []byte, resource string) ([]T, error) {
 	return l.Items, nil
 }
 
-// Read reads what verifying the spec needs: every node, the node agents' pods, and the
+// Read reads what verifying the spec needs: the nodes of pools, the node agents' pods, and the
 // controllers' objects of the kinds the spec's pools use.
 func (k Kubectl) Read(ctx context.Context, spec topology.StackSpec) (*Cluster, error) {
 	c := &Cluster{Objects: map[string][]Object{}}
-	b, err := k.get(ctx, "nodes")
+	// Only nodes of a pool, gpucluster's or another's: a large cluster's other nodes are not read.
+	b, err := k.get(ctx, "nodes", "-l", topology.LabelPool)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +159,10 @@ func (d *Deployment) checkVerify(ctx context.Context) {
 		d.liftStartupTaints(n, poolSpec(spec, n.pool))
 	}
 	d.verifyUntil(ctx, kubectl, spec, "on the cluster built to the plan", nil)
+	readme := d.readmeVerify(ctx)
+	if out, err := readme(); err != nil || !strings.Contains(out, "verify: the cluster matches the plan of stack "+d.name) {
+		d.t.Errorf("%s: the README's gpucluster verify on the cluster built to the plan: %v\n%s", d.name, err, out)
+	}
 
 	first := nodes[0]
 	faults := []struct {
@@ -182,6 +188,9 @@ func (d *Deployment) checkVerify(ctx context.Context) {
 		d.must(err)
 		f.apply(before)
 		d.verifyUntil(ctx, kubectl, spec, "with "+f.what, f.want)
+		if out, err := readme(); err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(out, "error "+strings.Split(f.want[0], "@")[0]+" [") {
+			d.t.Errorf("%s: the README's gpucluster verify with %s: %v\n%s", d.name, f.what, err, out)
+		}
 		// Restored as it was: labels, then status.
 		now, err := d.server.Get(first.obj)
 		d.must(err)
@@ -192,6 +201,20 @@ func (d *Deployment) checkVerify(ctx context.Context) {
 		now["status"] = first.obj["status"]
 		d.must(d.server.UpdateStatus(now))
 		d.verifyUntil(ctx, kubectl, spec, "once "+f.what+" is mended", nil)
+	}
+}
+
+// readmeVerify is the README's way to the verdict, run as written: the stack's kubeconfig output
+// (whose credential plugin is the aws CLI stand-in) into kubeconfig.json, then the gpucluster CLI
+// the harness built, in the workspace.
+func (d *Deployment) readmeVerify(ctx context.Context) func() (string, error) {
+	raw, err := d.Env.CLI(ctx, "stack", "output", "-s", d.name, "kubeconfig", "--show-secrets")
+	if err != nil {
+		d.Fail("pulumi stack output kubeconfig", err)
+	}
+	d.must(os.WriteFile(filepath.Join(d.Env.Work, "kubeconfig.json"), []byte(raw), 0o600))
+	return func() (string, error) {
+		return d.Env.Run(ctx, nil, "gpucluster", "verify", "--stack", d.name, "--kubeconfig", "kubeconfig.json")
 	}
 }
 

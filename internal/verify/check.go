@@ -15,7 +15,11 @@ import (
 // Check compares the cluster with the spec (as `pulumi up` would apply it now: an expired
 // stack's pools at zero, StackSpec.AtTime).
 func Check(spec topology.StackSpec, c *Cluster) Report {
-	ch := &checker{spec: spec, cluster: c, report: Report{Stack: spec.Stack, Source: spec.Source, Pools: []PoolState{}, Findings: []Finding{}}}
+	ch := &checker{spec: spec, cluster: c, report: Report{Stack: spec.Stack, Source: spec.Source, Pools: []PoolState{}, Findings: []Finding{}},
+		podsOn: map[string][]Pod{}}
+	for _, pod := range c.Pods { // by node: each node's agents are looked up without a scan of every pod
+		ch.podsOn[pod.Spec.NodeName] = append(ch.podsOn[pod.Spec.NodeName], pod)
+	}
 	for _, r := range c.Unserved {
 		ch.add(Finding{Severity: topology.SeverityError, Code: CodeNotInstalled, Object: r,
 			Message: fmt.Sprintf("the API server does not serve %s: its CRD is not installed", r),
@@ -47,6 +51,7 @@ type checker struct {
 	spec    topology.StackSpec
 	cluster *Cluster
 	report  Report
+	podsOn  map[string][]Pod // the agents' pods by node
 }
 
 func (ch *checker) add(f Finding) { ch.report.Findings = append(ch.report.Findings, f) }
@@ -210,8 +215,8 @@ func (ch *checker) startupTaintFix(p topology.PoolSpec, node string) string {
 // agentPods are the pods of an agent on a node.
 func (ch *checker) agentPods(agent, node string) []Pod {
 	var out []Pod
-	for _, pod := range ch.cluster.Pods {
-		if pod.Metadata.Labels["app.kubernetes.io/name"] == agent && pod.Spec.NodeName == node && pod.Metadata.DeletionTimestamp == nil {
+	for _, pod := range ch.podsOn[node] {
+		if pod.Metadata.Labels["app.kubernetes.io/name"] == agent && pod.Metadata.DeletionTimestamp == nil {
 			out = append(out, pod)
 		}
 	}

@@ -218,3 +218,24 @@ func TestAnotherClusterIsSuspected(t *testing.T) {
 		t.Errorf("no hint at the kubeconfig: %+v", r.Findings)
 	}
 }
+
+// BenchmarkCheck checks a cluster built to a p5-efa stack of n nodes: four agents' pods each,
+// so its cost grows with nodes times pods if the pods are scanned per node.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{16, 256, 1024} {
+		b.Run(fmt.Sprint(n, "-nodes"), func(b *testing.B) {
+			spec, err := topology.LoadStack(filepath.Join("..", "..", "stacks", "Pulumi.p5-efa.yaml"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec.Pools[0].Scaling.DesiredNodes = n
+			c := builtToSpec(spec)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := Check(spec, c); r.Errors != 0 {
+					b.Fatal(r.Findings[0])
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 
 // TestVerifyReadsARealAPIServer runs the command against a real kube-apiserver with the
 // controllers' CRDs served (Karpenter, Kueue, the DRA driver) and kubectl reading it: a g6e-efa
-// cluster with one GPU node of its four, of another type, with no agent, no network-node label
+// cluster with one GPU node of its planned ones, of another type, with no agent, no network-node label
 // and no queue. The table names
 // each finding on its node or object, -o json carries the same report, and both exit 1.
 // (The cluster built to the plan, from what `pulumi up` created, is the real-engine tier's:
@@ -44,7 +45,7 @@ func TestVerifyReadsARealAPIServer(t *testing.T) {
 	code := run([]string{"verify", "--stack", "g6e-efa", "--kubeconfig", kubeconfig}, &out, &errOut)
 	table := out.String()
 	for _, want := range []string{
-		"error node-count [gpu]: 1 node(s) carry gpucluster.io/pool=gpu; the plan has 4",
+		fmt.Sprintf("error node-count [gpu]: 1 node(s) carry gpucluster.io/pool=gpu; the plan has %d", p.Scaling.DesiredNodes),
 		"error instance-type [gpu, node gpu-0]: node.kubernetes.io/instance-type is g5.48xlarge; the pool's nodes are " + p.Instance.Name,
 		"error agent-missing [gpu, node gpu-0]: no nvidia-device-plugin pod runs on the node",
 		"error agent-missing [gpu, node gpu-0]: no aws-efa-k8s-device-plugin pod runs on the node",

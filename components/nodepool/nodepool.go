@@ -165,7 +165,7 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 	// Startup taints too: EKS puts a node group's taints on each node when it registers, and the
 	// node's initializer lifts its startup taint later (EKS does not put it back).
 	for _, t := range append(append([]topology.Taint{}, spec.Taints...), spec.StartupTaints...) {
-		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(taintEffect[t.Effect])})
+		taints = append(taints, awseks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(TaintEffect[t.Effect])})
 	}
 	var instanceTypes pulumi.StringArrayInput = pulumi.StringArray{pulumi.String(spec.Instance.Name)}
 	if spec.Capacity.InstanceTypeInLaunchTemplate {
@@ -202,8 +202,8 @@ func poolTags(spec topology.PoolSpec, stackTags map[string]string) map[string]st
 	return tags
 }
 
-// taintEffect maps Kubernetes taint effects to the EKS API's names.
-var taintEffect = map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+// TaintEffect maps Kubernetes taint effects to the EKS API's names.
+var TaintEffect = map[string]string{"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 // asInput records the derived spec as the component's input, so state and the offline plan show
 // what every pool was derived to.

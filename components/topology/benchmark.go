@@ -139,6 +139,19 @@ func BenchmarkNodes(p PoolSpec) int {
 	return p.Scaling.DesiredNodes
 }
 
+// PlannedNodes is the node count a pool may have as derived: a managed node group's desired size
+// (it runs no autoscaler), 0 up to a Karpenter NodePool's GPU limit in nodes (0 once the stack
+// expired or the pool is stopped: atZero).
+func PlannedNodes(p PoolSpec) (lo, hi int) {
+	if p.Provisioner == ProvisionerKarpenter {
+		if p.Instance.GPUCount == 0 {
+			return 0, p.Scaling.MaxNodes
+		}
+		return 0, p.Scaling.GPULimit / p.Instance.GPUCount
+	}
+	return p.Scaling.DesiredNodes, p.Scaling.DesiredNodes
+}
+
 // deriveBenchmark derives a pool's benchmark jobs.
 func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchmark {
 	pod := p.TrainingPod

@@ -178,3 +178,30 @@ func pairs(cmd []string, name string) []string {
 	}
 	return out
 }
+
+// TestPlannedNodes: a managed node group has exactly its desired size; a Karpenter pool 0 up to
+// its GPU limit in nodes, and 0 once the stack expired.
+func TestPlannedNodes(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		expired bool
+		lo, hi  int
+	}{
+		{"p5-efa", false, 2, 2},
+		{"karpenter-p5", false, 0, 4},
+		{"karpenter-p5", true, 0, 0},
+		{"p5-efa", true, 0, 0},
+	} {
+		p, _ := BuiltinProfile(tc.profile)
+		s, err := Derive(tc.profile, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.expired {
+			s = s.atZero(Finding{})
+		}
+		if lo, hi := PlannedNodes(s); lo != tc.lo || hi != tc.hi {
+			t.Errorf("%s (expired %v): %d-%d nodes, want %d-%d (scaling %+v)", tc.profile, tc.expired, lo, hi, tc.lo, tc.hi, s.Scaling)
+		}
+	}
+}

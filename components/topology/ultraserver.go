@@ -46,6 +46,9 @@ const (
 	// controller makes for a domain's workload pods (cmd/compute-domain-controller/computedomain.go
 	// computeDomainDefaultChannelDeviceClass, templates/compute-domain-workload-claim-template).
 	ComputeDomainChannelDeviceClass = "compute-domain-default-channel.nvidia.com"
+	// ComputeDomainStatusReady is a domain's status once all its IMEX daemons run
+	// (api/nvidia.com/resource/v1beta1/computedomain.go, ComputeDomainStatusReady).
+	ComputeDomainStatusReady = "Ready"
 )
 
 // ComputeDomainSpec is an NVLink domain: the ComputeDomain object, whose controller makes the

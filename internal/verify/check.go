@@ -69,7 +69,7 @@ func (ch *checker) pool(p topology.PoolSpec) {
 	for _, n := range nodes {
 		state.Nodes = append(state.Nodes, n.Metadata.Name)
 	}
-	lo, hi := plannedNodes(p)
+	lo, hi := topology.PlannedNodes(p)
 	state.Planned = strconv.Itoa(hi)
 	if lo != hi {
 		state.Planned = fmt.Sprintf("%d-%d", lo, hi)
@@ -84,18 +84,6 @@ func (ch *checker) pool(p topology.PoolSpec) {
 		ch.node(p, n)
 	}
 	ch.controllers(p, len(nodes))
-}
-
-// plannedNodes is the node count the pool may have: a managed node group's desired size (it
-// has no autoscaler), 0 up to a Karpenter NodePool's GPU limit in nodes.
-func plannedNodes(p topology.PoolSpec) (lo, hi int) {
-	if p.Provisioner == topology.ProvisionerKarpenter {
-		if p.Instance.GPUCount == 0 {
-			return 0, p.Scaling.MaxNodes
-		}
-		return 0, p.Scaling.GPULimit / p.Instance.GPUCount
-	}
-	return p.Scaling.DesiredNodes, p.Scaling.DesiredNodes
 }
 
 func (ch *checker) nodeCountFix(p topology.PoolSpec, fewer bool) string {
@@ -301,10 +289,6 @@ func (ch *checker) conditionTrue(p topology.PoolSpec, resource, kind, name, name
 	}
 }
 
-// computeDomainReady is the DRA driver's word for a domain whose IMEX daemons all run
-// (ComputeDomainStatusReady, api/nvidia.com/resource/v1beta1/computedomain.go, v0.4.1).
-const computeDomainReady = "Ready"
-
 func (ch *checker) computeDomain(p topology.PoolSpec, cd topology.ComputeDomainSpec) {
 	o, found, read := ch.find(ResourceComputeDomains, cd.Name, topology.BenchmarkNamespace)
 	if !read {
@@ -316,9 +300,9 @@ func (ch *checker) computeDomain(p topology.PoolSpec, cd topology.ComputeDomainS
 	case !found:
 		ch.add(Finding{Severity: topology.SeverityError, Code: CodeComputeDomainReady, Pool: p.Name, Object: object,
 			Message: "no such ComputeDomain: the pool's jobs claim its IMEX channel", Fix: "pulumi up -s " + ch.spec.Stack + " creates it"})
-	case o.Status.Status != computeDomainReady:
+	case o.Status.Status != topology.ComputeDomainStatusReady:
 		ch.add(Finding{Severity: topology.SeverityError, Code: CodeComputeDomainReady, Pool: p.Name, Object: object,
-			Message: fmt.Sprintf("the ComputeDomain's status is %s, not %s: multi-node NVLink jobs get no IMEX channel", orNone(o.Status.Status), computeDomainReady), Fix: fix})
+			Message: fmt.Sprintf("the ComputeDomain's status is %s, not %s: multi-node NVLink jobs get no IMEX channel", orNone(o.Status.Status), topology.ComputeDomainStatusReady), Fix: fix})
 	}
 }
 

@@ -29,7 +29,7 @@ func builtToSpec(spec topology.StackSpec) *Cluster {
 	c := &Cluster{Objects: map[string][]Object{}}
 	ready := []Condition{{Type: "Ready", Status: "True"}}
 	for _, p := range spec.Pools {
-		_, n := plannedNodes(p)
+		_, n := topology.PlannedNodes(p)
 		for i := range n {
 			var node Node
 			node.Metadata.Name = fmt.Sprintf("%s-%d", p.Name, i)
@@ -74,7 +74,7 @@ func builtToSpec(spec topology.StackSpec) *Cluster {
 			object(ResourceClusterQueues, p.Benchmark.Queue.Name, "", Condition{Type: "Active", Status: "True"}, "")
 		}
 		if cd := p.TrainingPod.ComputeDomain; cd != nil {
-			object(ResourceComputeDomains, cd.Name, topology.BenchmarkNamespace, Condition{}, computeDomainReady)
+			object(ResourceComputeDomains, cd.Name, topology.BenchmarkNamespace, Condition{}, topology.ComputeDomainStatusReady)
 		}
 	}
 	for _, r := range objectsNeeded(spec) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpucluster/gpucluster/components/nodepool"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
@@ -27,9 +28,16 @@ type joinedNode struct {
 	obj        map[string]any
 }
 
-// effectOfEKS is the Kubernetes taint effect of an EKS node group taint's effect (EKS API
-// Taint.effect).
-var effectOfEKS = map[string]string{"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+// effectOfEKS is the Kubernetes taint effect of an EKS node group taint's effect: the node
+// group component's map, read backwards.
+func effectOfEKS(eks string) string {
+	for k8s, e := range nodepool.TaintEffect {
+		if e == eks {
+			return k8s
+		}
+	}
+	return ""
+}
 
 // joinNodes registers the nodes the stack's GPU node groups launched, as EKS and the instances
 // would, from what `pulumi up` sent AWS (the aws double's record), not from the spec: the node
@@ -90,7 +98,7 @@ func (d *Deployment) joinNodes() []joinedNode {
 		var taints []map[string]any
 		for _, t := range asList(in["taints"]) {
 			m := asMap(t)
-			taints = append(taints, map[string]any{"key": m["key"], "value": m["value"], "effect": effectOfEKS[fmt.Sprint(m["effect"])]})
+			taints = append(taints, map[string]any{"key": m["key"], "value": m["value"], "effect": effectOfEKS(fmt.Sprint(m["effect"]))})
 		}
 		subnets := asList(in["subnetIds"])
 		desired := int(asMap(in["scalingConfig"])["desiredSize"].(float64))

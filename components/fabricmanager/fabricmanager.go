@@ -1,10 +1,7 @@
 // Package fabricmanager runs NVIDIA Fabric Manager as a privileged DaemonSet on the NVSwitch
-// pools whose image does not run it on the host (the topology core decides which), and on the
-// pools whose host runs it, a small unprivileged gate. Without fabric manager, NVLink through
-// NVSwitch is unusable and CUDA fails with error 802 ("system not yet initialized"); so every
-// NVSwitch node starts with topology.FabricManagerTaint, and whichever of the two runs on it
-// removes the taint once fabric manager serves, letting training pods in. Both remove it as one
-// service account, which an admission policy confines to its pod's own node and that one taint.
+// pools whose image does not run it on the host (the topology core decides which). Without
+// fabric manager, NVLink through NVSwitch is unusable and CUDA fails with error 802 ("system not
+// yet initialized"); the pool's health gate waits for CUDA before it lets jobs onto the node.
 package fabricmanager
 
 import (
@@ -23,22 +20,6 @@ import (
 // fabric-manager package of exactly the node's driver version (the package is versioned with
 // the driver, and fabric manager refuses a driver of another version).
 const BaseImage = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04"
-
-// CUDASampleImage is NVIDIA's CUDA vector-add sample, the GPU smoke test of the NVIDIA device
-// plugin's README (NVIDIA/k8s-device-plugin README, "Running GPU Jobs"); built on
-// nvidia/cuda:12.5.0-base-ubuntu22.04 (NVIDIA/k8s-samples), so it has a shell, and CUDA 12.5 runs
-// on every driver the pinned images carry (580). The binary prints "Test PASSED" and exits 0, or
-// names the CUDA error and exits non-zero.
-const (
-	CUDASampleImage  = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
-	CUDASampleBinary = "/cuda-samples/vectorAdd"
-)
-
-// LifterImage runs the taint lifter: bash and curl without installing anything (the AL2023
-// container image ships curl-minimal and bash: AL2023 user guide "curl-minimal" page, and the
-// image's package list in docker-library/repo-info), from ECR Public, which EKS nodes reach
-// without Docker Hub's pull limits.
-const LifterImage = "public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4"
 
 // CommandPort is fabric manager's command port (fabricmanager.cfg FM_CMD_PORT_NUMBER), bound to
 // 127.0.0.1 of the pod: it accepts connections only once fabric manager is up and serving.
@@ -63,12 +44,6 @@ type FabricManager struct {
 // Name of the DaemonSet.
 const Name = "nvidia-fabricmanager"
 
-// GateName names the gate DaemonSet; ServiceAccount the identity both use to lift the taint.
-const (
-	GateName       = "nvidia-fabricmanager-gate"
-	ServiceAccount = "nvidia-fabricmanager"
-)
-
 // SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written. The
 // fabric-manager DaemonSet updates OnDelete, and the provider's await counts a DaemonSet ready
 // only when every pod runs the new template (provider/pkg/await/daemonset.go, v4.25.0: "OnDelete
@@ -76,33 +51,20 @@ const (
 // is present"): without it every change would hold `pulumi up` for ten minutes and fail it.
 const SkipAwait = "pulumi.com/skipAwait"
 
-// New deploys fabric manager on the pools whose spec says a DaemonSet runs it, and the gate on
-// the pools whose host runs it.
+// New deploys fabric manager on the pools whose spec says a DaemonSet runs it.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*FabricManager, error) {
-	var pools, gated []topology.PoolSpec
+	var pools []topology.PoolSpec
 	for _, p := range args.Pools {
 		if p.InCluster.FabricManager.Deploy {
 			pools = append(pools, p)
 		}
-		if p.InCluster.FabricManager.Gate {
-			gated = append(gated, p)
-		}
 	}
 	fm := &FabricManager{}
-	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools)),
-		"gatedPools": pulumi.ToStringArray(k8sargs.PoolNames(gated))}
+	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
 	if err := ctx.RegisterComponentResourceV2("gpucluster:index:FabricManager", name, props, fm, opts...); err != nil {
 		return nil, err
 	}
 	fm.Name = pulumi.String("").ToStringOutput()
-	if len(pools)+len(gated) == 0 {
-		return fm, ctx.RegisterResourceOutputs(fm, pulumi.Map{"name": fm.Name})
-	}
-	binding, err := taintLifter(ctx, name, args.Labels, pulumi.Parent(fm))
-	if err != nil {
-		return nil, err
-	}
-	after := pulumi.DependsOn([]pulumi.Resource{binding})
 	if len(pools) > 0 {
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
 			Metadata: withSkipAwait(k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion}))),
@@ -117,17 +79,15 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 						// The host's PIDs (fabric manager coordinates with the driver's processes); not
 						// the host's network: the readiness probe runs in the container, beside fabric
 						// manager's 127.0.0.1 command port, and NVSwitch is reached through /dev.
-						HostPID:            pulumi.Bool(true),
-						PriorityClassName:  pulumi.String("system-node-critical"),
-						ServiceAccountName: pulumi.String(ServiceAccount), // its token lifts the taint
-						Affinity:           k8sargs.OnPools(pools),
-						Tolerations:        k8sargs.Tolerations(pools),
+						HostPID:           pulumi.Bool(true),
+						PriorityClassName: pulumi.String("system-node-critical"),
+						Affinity:          k8sargs.OnPools(pools),
+						Tolerations:       k8sargs.Tolerations(pools),
 						Containers: corev1.ContainerArray{corev1.ContainerArgs{
 							Name:    pulumi.String("fabricmanager"),
 							Image:   pulumi.String(BaseImage),
 							Command: pulumi.StringArray{pulumi.String("bash"), pulumi.String("-c"), pulumi.String(daemonSetScript(args.DriverVersion))},
-							Env: append(corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
-								append(lifterEnv(), corev1.EnvVarArgs{Name: pulumi.String("FM_PORT"), Value: pulumi.String(strconv.Itoa(CommandPort))})...),
+							Env:     corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
 							// NVSwitch devices and the driver's runtime state are the host's.
 							SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 							ReadinessProbe: &corev1.ProbeArgs{
@@ -148,16 +108,11 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 					},
 				},
 			},
-		}, pulumi.Parent(fm), after)
+		}, pulumi.Parent(fm))
 		if err != nil {
 			return nil, err
 		}
 		fm.Name = ds.Metadata.Name().Elem()
-	}
-	if len(gated) > 0 {
-		if err := gate(ctx, name+"-gate", gated, args.Labels, pulumi.Parent(fm), after); err != nil {
-			return nil, err
-		}
 	}
 	return fm, ctx.RegisterResourceOutputs(fm, pulumi.Map{"name": fm.Name})
 }

@@ -65,7 +65,8 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 		spec.Network.EFASecurityGroup = efaSecurityGroupRules()
 	}
 	spec.InCluster = deriveInCluster(poolName, p, it, efa)
-	spec.StartupTaints = startupTaints(spec.InCluster.FabricManager)
+	spec.StartupTaints = startupTaints()
+	spec.HealthGate = deriveHealthGate(it, spec.InCluster.FabricManager, efa)
 	spec.TrainingPod = deriveTrainingPod(p, it, efa, spec.InCluster.NodeSelector, spec.Tolerations)
 	if it.MultiNodeNVLink() {
 		cd := poolComputeDomain(spec)
@@ -119,7 +120,6 @@ func deriveInCluster(poolName string, p Profile, it catalog.InstanceType, efa in
 	}
 	in.DRADriver = deriveDRADriver(it)
 	in.FabricManager = deriveFabricManager(p, it)
-	in.FabricManager.Gate = in.FabricManager.RunBy == FabricManagerRunByHost
 	// NVIDIA's driver container starts NVLSM with fabric manager on NVLink 5 systems
 	// (gpu-driver-container nvidia-driver: "Detected NVLink5+ system"); the EKS AL2023 NVIDIA image
 	// installs nvlsm for them (amazon-eks-ami install-nvidia-driver.sh).

@@ -136,15 +136,9 @@ func TestFabricManagerDecisions(t *testing.T) {
 		if fm.RunBy != c.runBy || fm.Deploy != c.deploy || fm.Reason == "" {
 			t.Errorf("%s %s %s: got %+v, want runBy %s deploy %v", c.instance, c.ami, c.mode, fm, c.runBy, c.deploy)
 		}
-		// Every NVSwitch node starts tainted until fabric manager serves; a host's fabric manager
-		// gets a gate to lift it, the DaemonSet lifts it itself.
-		wantTaints := 0
-		if fm.Required {
-			wantTaints = 1
-		}
-		if len(s.StartupTaints) != wantTaints || fm.Gate != (c.runBy == FabricManagerRunByHost) ||
-			fm.NVLinkSubnetManager != (c.instance == "p6-b200.48xlarge") {
-			t.Errorf("%s %s %s: startup taints %v, gate %v, NVLSM %v", c.instance, c.ami, c.mode, s.StartupTaints, fm.Gate, fm.NVLinkSubnetManager)
+		// Every NVSwitch node waits for CUDA, which works once fabric manager serves, whoever runs it.
+		if s.HealthGate.WaitForCUDA != fm.Required || fm.NVLinkSubnetManager != (c.instance == "p6-b200.48xlarge") {
+			t.Errorf("%s %s %s: health gate %+v, NVLSM %v", c.instance, c.ami, c.mode, s.HealthGate, fm.NVLinkSubnetManager)
 		}
 	}
 }

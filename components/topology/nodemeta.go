@@ -37,21 +37,9 @@ var gpuTaint = Taint{Key: ResourceGPU, Value: "true", Effect: "NoSchedule"}
 
 var gpuToleration = Toleration{Key: ResourceGPU, Operator: "Exists", Effect: "NoSchedule"}
 
-// FabricManagerTaint keeps training pods off an NVSwitch node until fabric manager serves: CUDA
-// on a node whose NVSwitch fabric is not yet up fails with error 802 ("system not yet
-// initialized"), and NVLink stays unusable. Every node of such a pool starts with it (a managed
-// node group's taint, a Karpenter NodePool's startupTaint); the fabric-manager DaemonSet, or the
-// gate beside a host's fabric manager, removes it once fabric manager answers on its command
-// port. The in-cluster pieces tolerate it; training and benchmark pods do not.
-var FabricManagerTaint = Taint{Key: labelDomain + "fabric-manager", Value: "starting", Effect: "NoSchedule"}
-
-// startupTaints are the taints a pool's nodes start with and lose once initialized.
-func startupTaints(fm FabricManagerDecision) []Taint {
-	if fm.Required {
-		return []Taint{FabricManagerTaint}
-	}
-	return []Taint{}
-}
+// startupTaints are the taints a pool's nodes start with and lose once initialized: every GPU
+// node's HealthTaint, which its health gate lifts.
+func startupTaints() []Taint { return []Taint{HealthTaint} }
 
 // StartupTolerations are what the in-cluster pieces that initialize a node carry besides the
 // pool's tolerations: one per startup taint.

@@ -59,9 +59,11 @@ type PoolSpec struct {
 	Labels      map[string]string `json:"labels"`
 	Taints      []Taint           `json:"taints"`
 	Tolerations []Toleration      `json:"tolerations"`
-	// StartupTaints are on every new node until it is initialized (FabricManagerTaint on NVSwitch
-	// pools); Taints and Tolerations do not include them.
+	// StartupTaints are on every new node until it is initialized (HealthTaint, which the pool's
+	// health gate lifts); Taints and Tolerations do not include them.
 	StartupTaints []Taint `json:"startupTaints"`
+	// HealthGate is what the pool's health gate checks on each node before it lifts HealthTaint.
+	HealthGate HealthGateSpec `json:"healthGate"`
 
 	InCluster   InClusterSpec   `json:"inCluster"`
 	TrainingPod TrainingPodSpec `json:"trainingPod"`
@@ -203,9 +205,6 @@ type FabricManagerDecision struct {
 	RunBy    string `json:"runBy"`
 	Deploy   bool   `json:"deployDaemonSet"`
 	Reason   string `json:"reason"`
-	// Gate: a small DaemonSet lifts FabricManagerTaint once the host's fabric manager serves,
-	// which it learns from CUDA working (host-run fabric manager; the DaemonSet lifts it itself).
-	Gate bool `json:"gate"`
 	// NVLinkSubnetManager: the NVSwitch generation needs NVLSM beside fabric manager (NVLink 5,
 	// fourth-generation NVSwitch: HGX B200).
 	NVLinkSubnetManager bool `json:"nvlinkSubnetManager"`

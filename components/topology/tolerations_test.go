@@ -9,7 +9,7 @@ import (
 // one the API server accepts (Kubernetes API reference, Toleration: the operator is Exists or
 // Equal, and "if the operator is Exists, the value should be empty"; the API server refuses
 // anything else), and the startup tolerations are the pool's startup taints, matched exactly:
-// an NVSwitch pool's fabric-manager taint, written out here as the nodes carry it.
+// every GPU pool's health taint, written out here as the nodes carry it.
 func TestTolerationsAreOnesKubernetesAccepts(t *testing.T) {
 	for _, name := range BuiltinProfileNames() {
 		p, _ := BuiltinProfile(name)
@@ -22,10 +22,7 @@ func TestTolerationsAreOnesKubernetesAccepts(t *testing.T) {
 				t.Errorf("%s: toleration %+v is not one the API server accepts", name, tol)
 			}
 		}
-		var want []Toleration
-		if spec.InCluster.FabricManager.Required {
-			want = []Toleration{{Key: "gpucluster.io/fabric-manager", Operator: "Equal", Value: "starting", Effect: "NoSchedule"}}
-		}
+		want := []Toleration{{Key: "gpucluster.io/health", Operator: "Equal", Value: "checking", Effect: "NoSchedule"}}
 		if got := spec.StartupTolerations(); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: startup tolerations %+v, want %+v", name, got, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
@@ -20,6 +21,7 @@ type InCluster struct {
 	Provider       *kubernetes.Provider
 	NVIDIA, EFA    *deviceplugin.Plugin
 	FabricManager  *fabricmanager.FabricManager
+	HealthGate     *healthgate.HealthGate
 	DRADriver      *dradriver.Driver     // nil without a pool whose NVLink domain spans instances
 	Karpenter      *karpenter.Controller // nil without Karpenter pools
 	KarpenterPools map[string]*karpenter.Pool
@@ -53,6 +55,10 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 	}
 	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",
 		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Labels: spec.Labels()}, k8s)
+	if err != nil {
+		return nil, err
+	}
+	in.HealthGate, err = healthgate.New(ctx, spec.Cluster.Name+"-health-gate", healthgate.Args{Pools: spec.Pools, Labels: spec.Labels()}, k8s)
 	if err != nil {
 		return nil, err
 	}

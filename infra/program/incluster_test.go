@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
@@ -197,8 +197,8 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if p.InCluster.FabricManager.Deploy {
 				want["nvidia-fabricmanager"] = append(want["nvidia-fabricmanager"], p.Name)
 			}
-			if p.InCluster.FabricManager.Gate {
-				want[fabricmanager.GateName] = append(want[fabricmanager.GateName], p.Name)
+			if len(p.HealthGate.Checks) > 0 {
+				want[healthgate.DaemonSetName(p.Name)] = []string{p.Name}
 			}
 		}
 		for name, pools := range want {
@@ -328,43 +328,82 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 		md["annotations"].(map[string]any)["pulumi.com/skipAwait"] != "true" { // pulumi-kubernetes' annotation, written out
 		t.Errorf("fabric manager DaemonSet: update strategy %v, annotations %v", ds.Input("spec").(map[string]any)["updateStrategy"], md["annotations"])
 	}
-	// Training pods wait for it: they do not tolerate the startup taint.
-	for name, tmpl := range ev.d.PodTemplates {
-		if tolerates(tmpl["spec"].(map[string]any)["tolerations"], topology.FabricManagerTaint) {
-			t.Errorf("pool %s: the training pod tolerates %s and may start before fabric manager serves", name, topology.FabricManagerTaint.Key)
+	// It lifts no taint: the pool's health gate does once CUDA works, which needs fabric manager.
+	if pod["serviceAccountName"] != nil || strings.Contains(script, "curl") {
+		t.Errorf("fabric manager calls the API server: %v", pod)
+	}
+	// Images that run fabric manager on the host get no DaemonSet.
+	for _, stack := range []string{"p5-efa", "p4d-efa"} {
+		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
+			if r.Input("metadata").(map[string]any)["name"] == "nvidia-fabricmanager" {
+				t.Errorf("%s runs fabric manager on the host, yet a DaemonSet is deployed", stack)
+			}
 		}
 	}
-	// It lifts the node's startup taint itself, as the node, once it serves.
-	if pod["serviceAccountName"] != fabricmanager.ServiceAccount || !strings.Contains(script, "lift_taint") ||
-		!tolerates(pod["tolerations"], topology.FabricManagerTaint) {
-		t.Errorf("fabric manager does not lift its taint: %v", pod)
-	}
-	// Images that run fabric manager on the host get no DaemonSet, but the gate: on the pod
-	// network, as nobody, nothing privileged, nothing installed.
-	for _, stack := range []string{"p5-efa", "p4d-efa"} {
-		gates := 0
-		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
-			switch r.Input("metadata").(map[string]any)["name"] {
-			case "nvidia-fabricmanager":
-				t.Errorf("%s runs fabric manager on the host, yet a DaemonSet is deployed", stack)
-			case fabricmanager.GateName:
-				gates++
-				gate := r.Input("spec").(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-				if gate["hostNetwork"] == true || gate["hostPID"] == true || gate["volumes"] != nil {
-					t.Errorf("%s: the gate reaches into its host: %v", stack, gate)
-				}
-				for _, c := range append(gate["initContainers"].([]any), gate["containers"].([]any)...) {
-					c := c.(map[string]any)
-					sc := c["securityContext"].(map[string]any)
-					if sc["runAsNonRoot"] != true || sc["allowPrivilegeEscalation"] != false || sc["privileged"] == true ||
-						str(sc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) || strings.Contains(str(c["command"]), "apt-get") {
-						t.Errorf("%s: gate container %v: %v", stack, c["name"], c)
-					}
+}
+
+// TestHealthGateDaemonSets: every GPU pool of every stack gets its gate, with the pool's checks
+// in its environment; no training pod tolerates the health taint; the gate reaches into its host
+// no further than its checks need: no host network or PIDs, no host path, nothing installed, the
+// GPU checks and the decision unprivileged as nobody, and only the EFA check privileged, on EFA
+// pools alone. `pulumi up` does not wait on a node's health.
+func TestHealthGateDaemonSets(t *testing.T) {
+	for _, file := range stackFiles(t) {
+		ev := evaluate(t, file)
+		stack := filepath.Base(file)
+		gates := map[string]map[string]any{}
+		for _, r := range ev.ofType("kubernetes:apps/v1:DaemonSet") {
+			md := r.Input("metadata").(map[string]any)
+			if strings.HasPrefix(str(md["name"]), healthgate.GateName) {
+				gates[str(md["name"])] = r.Inputs.Mappable()
+				if md["annotations"].(map[string]any)["pulumi.com/skipAwait"] != "true" {
+					t.Errorf("%s: %s: pulumi up waits on the nodes' health", stack, md["name"])
 				}
 			}
 		}
-		if gates != 1 {
-			t.Errorf("%s: %d fabric-manager gates, want 1", stack, gates)
+		if len(gates) != len(ev.spec.Pools) {
+			t.Errorf("%s: %d health gates for %d pools", stack, len(gates), len(ev.spec.Pools))
+		}
+		for _, p := range ev.spec.Pools {
+			if tmpl, ok := ev.d.PodTemplates[p.Name]; ok && tolerates(tmpl["spec"].(map[string]any)["tolerations"], topology.HealthTaint) {
+				t.Errorf("%s: pool %s: the training pod tolerates %s and may start before the node is checked", stack, p.Name, topology.HealthTaint.Key)
+			}
+			ds, ok := gates[healthgate.DaemonSetName(p.Name)]
+			if !ok {
+				t.Errorf("%s: pool %s has no health gate", stack, p.Name)
+				continue
+			}
+			pod := ds["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			if pod["hostNetwork"] == true || pod["hostPID"] == true || strings.Contains(str(pod["volumes"]), "hostPath") ||
+				!tolerates(pod["tolerations"], topology.HealthTaint) || pod["serviceAccountName"] != healthgate.ServiceAccount {
+				t.Errorf("%s: pool %s: the gate's pod %v", stack, p.Name, pod)
+			}
+			var names []string
+			for _, c := range append(pod["initContainers"].([]any), pod["containers"].([]any)...) {
+				c := c.(map[string]any)
+				names = append(names, str(c["name"]))
+				sc := c["securityContext"].(map[string]any)
+				if strings.Contains(str(c["command"]), "apt-get") || strings.Contains(str(c["command"]), "yum") {
+					t.Errorf("%s: pool %s: %s installs packages", stack, p.Name, c["name"])
+				}
+				if c["name"] == "efa-check" {
+					if sc["privileged"] != true || c["image"] != healthgate.EFACheckImage || !strings.Contains(str(c["env"]), fmt.Sprintf("name:EFA_DEVICES value:%d", p.HealthGate.EFADevices)) {
+						t.Errorf("%s: pool %s: the EFA check %v", stack, p.Name, c)
+					}
+					continue
+				}
+				if sc["runAsNonRoot"] != true || sc["allowPrivilegeEscalation"] != false || sc["privileged"] == true ||
+					str(sc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) || !strings.Contains(str(c["env"]), "name:CHECKS value:"+strings.Join(p.HealthGate.Checks, " ")) {
+					t.Errorf("%s: pool %s: gate container %v: %v", stack, p.Name, c["name"], c)
+				}
+			}
+			want := []string{"gpu-checks", "gate"}
+			if p.HealthGate.EFADevices > 0 {
+				want = []string{"gpu-checks", "efa-check", "gate"}
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("%s: pool %s: containers %v, want %v", stack, p.Name, names, want)
+			}
 		}
 	}
 }

@@ -290,13 +290,11 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 
 // REVIEW.md lists everything the stack creates and what holds power: each IAM role with who may
 // assume it and its policies, each ClusterRole and the admission policy that narrows one, each
-// privileged or host-level pod (the fabric-manager gate is neither), and what is fetched at deploy.
+// privileged or host-level pod (of the health gate, only its EFA check is privileged), and what is
+// fetched at deploy.
 func TestReviewStatesInventoryAndPower(t *testing.T) {
 	dir, _ := writeBundle(t, "karpenter-p5")
 	review := read(t, filepath.Join(dir, "REVIEW.md"))
-	if strings.Contains(review, "DaemonSet `nvidia-fabricmanager-gate`:") {
-		t.Error("REVIEW.md lists the fabric-manager gate among privileged or host-level pods")
-	}
 	mustContain(t, "REVIEW.md", review,
 		"## Inventory", "| `Network` karpenter-p5 | ", "aws ec2 Subnet × 4", "| `KarpenterPool` karpenter-p5-gpu-karpenter | kubernetes karpenter.k8s.aws EC2NodeClass × 1, kubernetes karpenter.sh NodePool × 1 |",
 		"## IAM and cluster-wide power",
@@ -308,17 +306,20 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"- `AllowPassingInstanceRole`: allow iam:PassRole on <ARN of aws:iam/role:Role karpenter-p5-karpenter-node>; when StringEquals iam:PassedToService = ec2.amazonaws.com, ec2.amazonaws.com.cn",
 		"- `AllowInterruptionQueueActions`: allow sqs:DeleteMessage, sqs:GetQueueUrl, sqs:ReceiveMessage on <ARN of aws:sqs/queue:Queue karpenter-p5-karpenter-interruption>",
 		"- `AllowAPIServerEndpointDiscovery`: allow eks:DescribeCluster on arn:aws:eks:us-west-2:*:cluster/karpenter-p5",
-		"- `nvidia-fabricmanager`: nodes: patch",
+		"- `gpucluster-health-gate`: nodes: patch",
+		"- `gpucluster-health-gate` in namespace `default`: events: create",
 		"**Admission policies** (what the API server refuses whatever RBAC grants):",
-		"- `gpucluster-fabricmanager-own-node`, when `request.userInfo.username == \"system:serviceaccount:kube-system:nvidia-fabricmanager\"`: the token names no node",
-		"the taint lifter may patch only the node its pod runs on; the taint lifter may only remove gpucluster.io/fabric-manager: a patch must remove it, and no other taint;",
+		"- `gpucluster-health-gate-own-node`, when `request.userInfo.username == \"system:serviceaccount:kube-system:gpucluster-health-gate\"`: the token names no node",
+		"the health gate may patch only the node its pod runs on; the health gate may only remove gpucluster.io/health, and no other taint; the health gate may change no label but gpucluster.io/health-failed;",
+		"the health gate may only report events about the node its pod runs on",
+		"- DaemonSet `gpucluster-health-gate-gpu`: privileged (container efa-check)",
 		// the MPI operator: cluster-wide only what is cluster-scoped; jobs and lease in their namespaces
 		"- `mpi-operator`: priorityclasses: get, list, watch",
 		"- `mpi-operator` in namespace `default`: configmaps, secrets, services: create, list, watch, update;",
 		"- `mpi-operator` in namespace `mpi-operator`: leases: *; events: create, patch",
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
-		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (nvidia-fabricmanager-gate)",
-		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (nvidia-fabricmanager-gate)",
+		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (gpucluster-health-gate-gpu)",
+		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (gpucluster-health-gate-gpu)",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` (nvidia-device-plugin)")

@@ -330,7 +330,11 @@ func podPower(spec map[string]any) []string {
 		ctr, _ := c.(map[string]any)
 		sc, _ := ctr["securityContext"].(map[string]any)
 		if sc["privileged"] == true {
-			out = append(out, "privileged")
+			if len(containers) > 1 { // which one: a reviewer weighs that container alone
+				out = append(out, fmt.Sprintf("privileged (container %v)", ctr["name"]))
+			} else {
+				out = append(out, "privileged")
+			}
 		}
 		if caps, ok := sc["capabilities"].(map[string]any); ok && caps["add"] != nil {
 			out = append(out, "adds "+joinAny(caps["add"]))

@@ -3,6 +3,7 @@ package verify
 import (
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
+	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
@@ -27,15 +28,15 @@ func agents(p topology.PoolSpec) []agent {
 		out = append(out, agent{name: deviceplugin.EFAName, advertises: topology.ResourceEFA, without: "the node advertises no " + topology.ResourceEFA + ", and EFA jobs stop at NCCL's start"})
 	}
 	if ic.FabricManager.Deploy {
-		out = append(out, agent{name: fabricmanager.Name, liftsTaint: true, without: "no fabric manager runs: the NVSwitch fabric stays down and the startup taint stays"})
+		out = append(out, agent{name: fabricmanager.Name, without: "no fabric manager runs: the NVSwitch fabric stays down, CUDA fails, and the health gate never passes"})
 	}
-	if ic.FabricManager.Gate {
-		out = append(out, agent{name: fabricmanager.GateName, liftsTaint: true, without: "nothing lifts the startup taint once the host's fabric manager serves"})
+	if len(p.HealthGate.Checks) > 0 {
+		out = append(out, agent{name: healthgate.GateName, liftsTaint: true, without: "nothing checks the node or lifts its health taint"})
 	}
 	return out
 }
 
 // AgentNames are every node agent verify looks for.
 func AgentNames() []string {
-	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, fabricmanager.GateName}
+	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName}
 }

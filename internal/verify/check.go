@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/dradriver"
+	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -142,9 +143,14 @@ func (ch *checker) node(p topology.PoolSpec, n Node) {
 				fmt.Sprintf("kubectl taint node %s %s=%s:%s (the pool's nodes start with it)", name, t.Key, t.Value, t.Effect))
 		}
 	}
+	failed, gateFailed := labels[topology.LabelHealthFailed]
+	if gateFailed {
+		add(CodeHealthFailed, fmt.Sprintf("the health gate's %s check failed: the node keeps %s and takes no job", orNone(failed), topology.HealthTaint.Key),
+			ch.healthFailedFix(p, name))
+	}
 	for _, t := range p.StartupTaints {
-		if hasTaint(n.Spec.Taints, t) {
-			add(CodeStartupTaint, fmt.Sprintf("the startup taint %s=%s:%s is still on the node: fabric manager has not been seen serving, and no job starts here", t.Key, t.Value, t.Effect),
+		if hasTaint(n.Spec.Taints, t) && !(gateFailed && t == topology.HealthTaint) {
+			add(CodeStartupTaint, fmt.Sprintf("the startup taint %s=%s:%s is still on the node: its health gate has not passed yet, and no job starts here", t.Key, t.Value, t.Effect),
 				ch.startupTaintFix(p, name))
 		}
 	}
@@ -193,11 +199,17 @@ func agentOf(p topology.PoolSpec, resource string) string {
 func (ch *checker) startupTaintFix(p topology.PoolSpec, node string) string {
 	for _, a := range agents(p) {
 		if a.liftsTaint {
-			return fmt.Sprintf("the %s pod lifts it once fabric manager serves: kubectl -n %s logs %s --all-containers (README, Troubleshooting)",
-				a.name, k8sargs.Namespace, ch.agentPodName(a.name, node))
+			return fmt.Sprintf("the %s pod lifts it once the node passes its checks (%s): kubectl -n %s logs %s --all-containers (docs/bench.md, \"The health gate\")",
+				a.name, p.HealthGate.Describe(), k8sargs.Namespace, ch.agentPodName(a.name, node))
 		}
 	}
 	return "nothing of the stack lifts it on this pool: kubectl describe node " + node
+}
+
+func (ch *checker) healthFailedFix(p topology.PoolSpec, node string) string {
+	pod := ch.agentPodName(healthgate.GateName, node)
+	return fmt.Sprintf("kubectl describe node %s: the gate's %s event says what it found; kubectl -n %s logs %s --all-containers. "+
+		"Replace the node (or mend it), then kubectl -n %s delete pod %s checks it again", node, healthgate.ReasonFailed, k8sargs.Namespace, pod, k8sargs.Namespace, pod)
 }
 
 // agentPods are the pods of an agent on a node.

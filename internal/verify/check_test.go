@@ -140,8 +140,13 @@ func TestEachFaultIsNamed(t *testing.T) {
 		}, []string{CodeAgentNotReady}, true},
 		{"a startup taint left", "p5-efa", func(c *Cluster) {
 			n := nodeOf(c, "gpu")
-			n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.FabricManagerTaint.Key, Value: topology.FabricManagerTaint.Value, Effect: topology.FabricManagerTaint.Effect})
+			n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.HealthTaint.Key, Value: topology.HealthTaint.Value, Effect: topology.HealthTaint.Effect})
 		}, []string{CodeStartupTaint}, true},
+		{"a failed health gate", "g6e-efa", func(c *Cluster) { // one finding, not a second for the taint it keeps
+			n := nodeOf(c, "gpu")
+			n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.HealthTaint.Key, Value: topology.HealthTaint.Value, Effect: topology.HealthTaint.Effect})
+			n.Metadata.Labels[topology.LabelHealthFailed] = topology.HealthCheckEFA
+		}, []string{CodeHealthFailed}, true},
 		{"the GPU taint gone", "g6e-efa", func(c *Cluster) { nodeOf(c, "gpu").Spec.Taints = nil }, []string{CodeTaint}, true},
 		{"a wrong instance type", "p5-efa", func(c *Cluster) { nodeOf(c, "gpu").Metadata.Labels[topology.LabelInstanceType] = "p4d.24xlarge" }, []string{CodeInstanceType}, true},
 		{"another zone", "p5-efa", func(c *Cluster) { nodeOf(c, "gpu").Metadata.Labels[topology.LabelZone] = "us-west-2d" }, []string{CodeZone}, true},

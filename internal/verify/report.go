@@ -45,6 +45,7 @@ const (
 	CodeLabel              = "label"
 	CodeTaint              = "taint"
 	CodeStartupTaint       = "startup-taint"
+	CodeHealthFailed       = "health-check-failed"
 	CodeGPUAllocatable     = "gpu-allocatable"
 	CodeEFAAllocatable     = "efa-allocatable"
 	CodeAgentMissing       = "agent-missing"
@@ -66,10 +67,11 @@ var Codes = []struct{ Code, Severity, Means string }{
 	{CodeZone, topology.SeverityError, "a node is outside the pool's availability zones"},
 	{CodeLabel, topology.SeverityError, "a node lacks one of the pool's labels, or has another value"},
 	{CodeTaint, topology.SeverityError, "a node lacks one of the pool's taints"},
-	{CodeStartupTaint, topology.SeverityError, "a node still has a startup taint (fabric manager not serving): jobs do not start there"},
+	{CodeStartupTaint, topology.SeverityError, "a node still has its health taint: its health gate has not passed yet (on NVSwitch nodes it waits for fabric manager), so jobs do not start there"},
+	{CodeHealthFailed, topology.SeverityError, "a node failed its health gate (gpucluster.io/health-failed names the check): it keeps its health taint and takes no job"},
 	{CodeGPUAllocatable, topology.SeverityError, "a node's allocatable nvidia.com/gpu differs from the instance's GPU count"},
 	{CodeEFAAllocatable, topology.SeverityError, "a node's allocatable vpc.amazonaws.com/efa differs from the pool's EFA interfaces"},
-	{CodeAgentMissing, topology.SeverityError, "a node runs no pod of an agent its pool deploys (device plugins, fabric manager, its gate)"},
+	{CodeAgentMissing, topology.SeverityError, "a node runs no pod of an agent its pool deploys (device plugins, fabric manager, the health gate)"},
 	{CodeAgentNotReady, topology.SeverityError, "a node's agent pod is not Ready"},
 	{CodeNetworkNodeLabels, topology.SeverityError, "a node lacks the EKS network-node labels its pool's Kueue queue places jobs by"},
 	{CodeNodePoolNotReady, topology.SeverityError, "a Karpenter pool's NodePool is missing or not Ready"},

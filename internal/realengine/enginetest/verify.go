@@ -125,12 +125,13 @@ func (d *Deployment) joinNodes() []joinedNode {
 
 // checkVerify: `gpucluster verify` on the live cluster. The stack's GPU nodes join (joinNodes);
 // the DaemonSet controller gives each the agents' pods from the DaemonSets `pulumi up` created,
-// and Kueue, running, marks the ClusterQueues `pulumi up` created Active. Before fabric manager's
-// gate lifts the startup taint, verify names it on every node of a pool that has one and
-// nothing else; once it is lifted (here by the test, as the gate's lifter does: its script is
-// tested against the API server in infra/program), verify passes. Then each deliberate fault is
-// named on its node: a node advertising no EFA device, a wrong instance type, and a node whose
-// EFA label was removed, so that the DaemonSet controller takes its EFA device plugin pod away.
+// and Kueue, running, marks the ClusterQueues `pulumi up` created Active. Before the health gate
+// lifts the startup taint, verify names it on every GPU node and nothing else; once it is lifted
+// (here by the test, as the gate does: its script is tested against the API server in
+// infra/program), verify passes. Then each deliberate fault is named on its node: a node
+// advertising no EFA device, a wrong instance type, a node whose EFA label was removed, so that
+// the DaemonSet controller takes its EFA device plugin pod away, and a node that failed its
+// health gate, as the gate leaves it (its taint kept, the failed check's label).
 func (d *Deployment) checkVerify(ctx context.Context) {
 	if !slices.Contains(VerifiedStacks, d.name) {
 		return
@@ -190,6 +191,12 @@ func (d *Deployment) checkVerify(ctx context.Context) {
 			delete(asMap(asMap(node["metadata"])["labels"]), topology.LabelEFA)
 			d.must(d.server.Update(node))
 		}, []string{verify.CodeLabel + "@" + first.name, verify.CodeAgentMissing + "@" + first.name}},
+		{"a node that failed its health gate", func(node map[string]any) {
+			asMap(asMap(node["metadata"])["labels"])[topology.LabelHealthFailed] = topology.HealthCheckEFA
+			h := topology.HealthTaint
+			asMap(node["spec"])["taints"] = append(asList(asMap(node["spec"])["taints"]), map[string]any{"key": h.Key, "value": h.Value, "effect": h.Effect})
+			d.must(d.server.Update(node))
+		}, []string{verify.CodeHealthFailed + "@" + first.name}},
 	}
 	for _, f := range faults {
 		before, err := d.server.Get(first.obj)
@@ -204,6 +211,7 @@ func (d *Deployment) checkVerify(ctx context.Context) {
 		d.must(err)
 		asMap(now["metadata"])["labels"] = asMap(first.obj["metadata"])["labels"]
 		d.must(d.server.Update(now))
+		d.liftStartupTaints(first, poolSpec(spec, first.pool))
 		now, err = d.server.Get(first.obj)
 		d.must(err)
 		now["status"] = first.obj["status"]

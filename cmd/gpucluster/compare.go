@@ -14,7 +14,7 @@ import (
 
 // cmdCompare shows runs side by side: a Markdown table on stdout and, with --svg, a chart.
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("bench compare", "bench compare RESULT.json RESULT.json... [--svg FILE]", stdout, stderr)
+	c := newCLI("bench compare", "bench compare RESULT.json|RUN-DIR ... [--svg FILE]", stdout, stderr)
 	svg := c.fs.String("svg", "", "also draw busbw against message size into this SVG file (a new file, or one compare wrote)")
 	files, code, ok := c.parse(args)
 	if !ok {
@@ -25,6 +25,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	var runs []bench.Run
 	for _, f := range files {
+		f = runResult(f)
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "gpucluster bench compare: %v\n", err)
@@ -92,4 +93,21 @@ func writeChart(path, svg string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// runResult is the result file a compare argument names: a file as it is; a bench run's
+// directory, its result.json; a stack's results directory (results/<stack>), its newest run's
+// (run directories are named by their UTC start time, so the last in order is the newest).
+func runResult(arg string) string {
+	if st, err := os.Stat(arg); err != nil || !st.IsDir() {
+		return arg
+	}
+	if _, err := os.Stat(filepath.Join(arg, resultJSON)); err == nil {
+		return filepath.Join(arg, resultJSON)
+	}
+	runs, _ := filepath.Glob(filepath.Join(arg, "*", resultJSON))
+	if len(runs) == 0 {
+		return filepath.Join(arg, resultJSON) // read, and said missing
+	}
+	return runs[len(runs)-1]
 }

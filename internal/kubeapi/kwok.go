@@ -1,6 +1,7 @@
 package kubeapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,18 @@ var kwokCRDs = []string{"Logs", "ClusterLogs"}
 // gives its nodes; without --kubelet-certificate-authority it does not check kwok's
 // self-signed certificate). It installs kwok's Logs and ClusterLogs CRDs from its module first.
 // Start no kubelet stand-in beside it: both would answer for the same pods.
-func (s *Server) StartKwok() error {
+func (s *Server) StartKwok() error { return s.StartKwokWith(KwokOptions{}) }
+
+// KwokOptions change kwok's default lifecycle.
+type KwokOptions struct {
+	// JobPodsRunFor is how long a Job's pod runs before kwok completes it (0: at once): a
+	// stand-in for the time its command takes, during which the rest of the job (an MPIJob's
+	// workers) starts around it, as on a cluster.
+	JobPodsRunFor time.Duration
+}
+
+// StartKwokWith is StartKwok with options.
+func (s *Server) StartKwokWith(o KwokOptions) error {
 	if s.kubeletStandIn {
 		return fmt.Errorf("kwok and the kubelet stand-in would both play the kubelet of every pod: start one")
 	}
@@ -62,6 +74,17 @@ func (s *Server) StartKwok() error {
 		b, err := os.ReadFile(filepath.Join(mod, f))
 		if err != nil {
 			return fmt.Errorf("kwok's stages: %w", err)
+		}
+		if strings.HasSuffix(f, "/pod-complete.yaml") && o.JobPodsRunFor > 0 {
+			stage, err := yamlToObject(b)
+			if err != nil {
+				return err
+			}
+			// kwok's Stage delay (pkg/apis/v1alpha1 StageDelay): how long after a pod matches.
+			stage["spec"].(map[string]any)["delay"] = map[string]any{"durationMilliseconds": o.JobPodsRunFor.Milliseconds()}
+			if b, err = json.Marshal(stage); err != nil {
+				return err
+			}
 		}
 		config = append(config, strings.TrimSpace(string(b)))
 	}

@@ -32,12 +32,13 @@ const unservedMessage = "the server doesn't have a resource type"
 // errUnserved marks a resource the API server does not serve.
 var errUnserved = errors.New("not served")
 
-// requestTimeout bounds each request: an unreachable API server is said in seconds, not after
+// RequestTimeout bounds each request: an unreachable API server is said in seconds, not after
 // kubectl's default of waiting forever.
-const requestTimeout = "30s"
+const RequestTimeout = "30s"
 
-// get lists one resource as JSON.
-func (k Kubectl) get(ctx context.Context, resource string, args ...string) ([]byte, error) {
+// Command is kubectl with the kubeconfig and context, running args. Verify runs only `get`;
+// `gpucluster bench run`, which applies and deletes its jobs, shares this way to the cluster.
+func (k Kubectl) Command(ctx context.Context, args ...string) *exec.Cmd {
 	path := k.Path
 	if path == "" {
 		path = "kubectl"
@@ -49,8 +50,13 @@ func (k Kubectl) get(ctx context.Context, resource string, args ...string) ([]by
 	if k.Context != "" {
 		global = append(global, "--context", k.Context)
 	}
-	argv := append(append(global, "get", resource, "-o", "json", "--request-timeout", requestTimeout), args...)
-	cmd := exec.CommandContext(ctx, path, argv...)
+	return exec.CommandContext(ctx, path, append(global, args...)...)
+}
+
+// get lists one resource as JSON.
+func (k Kubectl) get(ctx context.Context, resource string, args ...string) ([]byte, error) {
+	cmd := k.Command(ctx, append([]string{"get", resource, "-o", "json", "--request-timeout", RequestTimeout}, args...)...)
+	path, argv := cmd.Path, cmd.Args[1:]
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpucluster/gpucluster/components/benchjobs"
+	"github.com/gpucluster/gpucluster/components/healthgate"
+	"github.com/gpucluster/gpucluster/components/kueue"
+	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/benchrun"
+	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/internal/verify"
+)
+
+// benchCluster is a cluster as `pulumi up` leaves it for bench run, in the harness: the real
+// kube-apiserver, kube-scheduler, Job controller and garbage collector, the real Kueue with the
+// stack's queues, and the real MPI operator (run with the admin's token here: the Roles it gets
+// are proven in infra/program); kwok plays the kubelet of every node, system and GPU, so pods
+// run, finish (a Job's pods) and serve logs. The GPU nodes are the pool's planned nodes as they
+// register once their health gate passed, each with the agents' pods the stack's DaemonSets
+// would put there (a stand-in for the DaemonSet controller); the logs are files of our own.
+type benchCluster struct {
+	s          *kubeapi.Server
+	kubeconfig string
+	spec       topology.StackSpec
+	pool       topology.PoolSpec
+}
+
+func startBenchCluster(t *testing.T, stack string, withNodes bool, launcherLog string) *benchCluster {
+	t.Helper()
+	s := kubeapi.StartForTest(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The launcher runs 10 s, as mpirun's sweep would: meanwhile Kueue places the workers and kwok
+	// runs them. (Under Kueue the MPI operator v0.8.2 starts the launcher as it starts the
+	// workers, whatever its launcherCreationPolicy: kubeflow/mpi-operator#615.)
+	kwok := func() error { return s.StartKwokWith(kubeapi.KwokOptions{JobPodsRunFor: 10 * time.Second}) }
+	for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartGarbageCollector, kwok} {
+		must(start())
+	}
+	stopKueue, err := s.StartKueueWith(map[string]any{"resources": kueue.Resources()})
+	must(err)
+	t.Cleanup(stopKueue)
+	ns := benchjobs.Namespace
+	// The namespaces' default accounts, which the harness has no controller to make.
+	for _, n := range []string{ns, "kube-system"} {
+		must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": n}}))
+	}
+	stopMPI, err := s.StartMPIOperator(ns, ns, s.Token())
+	must(err)
+	t.Cleanup(stopMPI)
+	spec, err := topology.LoadStack("../../stacks/Pulumi." + stack + ".yaml")
+	must(err)
+	for _, obj := range kueue.Objects(spec.Pools, spec.Labels()) {
+		if obj["kind"] == "LocalQueue" {
+			obj["metadata"].(map[string]any)["namespace"] = ns
+		}
+		must(s.Create(obj))
+	}
+	// Each container's log: the launcher's is the run's output, the workers' sshd's.
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		must(os.WriteFile(f, []byte(kubeapi.CRILogLines(text, time.Now())), 0o644))
+		return f
+	}
+	must(s.Create(map[string]any{"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": map[string]any{"name": "bench"},
+		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{ns}}, "logs": []any{
+			map[string]any{"containers": []any{"launcher"}, "logsFile": write("launcher.log", launcherLog)},
+			map[string]any{"containers": []any{"worker"}, "logsFile": write("worker.log", "Server listening on 0.0.0.0 port 2222.\nServer listening on :: port 2222.\n")},
+		}}}))
+	c := &benchCluster{s: s, spec: spec, pool: spec.Pools[0]}
+	c.kubeconfig, err = s.AdminKubeconfig()
+	must(err)
+	for i := range spec.Cluster.SystemNodes.Count {
+		must(s.CreateKwokNode(kubeapi.KwokNode(fmt.Sprintf("system-%d", i), map[string]string{topology.LabelPool: topology.SystemPool}, nil, kubeapi.SystemNodeAllocatable)))
+	}
+	if withNodes {
+		c.gpuNodes(t, "")
+	}
+	return c
+}
+
+// gpuNodes registers the pool's planned nodes, with every agent's pod but the one named.
+func (c *benchCluster) gpuNodes(t *testing.T, without string) {
+	p := c.pool
+	_, n := topology.PlannedNodes(p)
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", p.Name, i)
+		labels := map[string]string{topology.LabelInstanceType: p.Instance.Name, topology.LabelZone: p.AvailabilityZones[0]}
+		for k, v := range p.Labels {
+			labels[k] = v
+		}
+		for l := 1; l <= p.Instance.NetworkNodeLayers; l++ {
+			labels[fmt.Sprintf("%s%d", topology.LabelNetworkNodeLayerPrefix, l)] = fmt.Sprintf("nn-%d", l)
+		}
+		var taints []map[string]any
+		for _, tn := range p.Taints {
+			taints = append(taints, map[string]any{"key": tn.Key, "value": tn.Value, "effect": tn.Effect})
+		}
+		if err := c.s.CreateKwokNode(kubeapi.KwokNode(name, labels, taints, topology.NodeAllocatable(p))); err != nil {
+			t.Fatal(err)
+		}
+		for _, agent := range verify.AgentNames() {
+			if agent == without || !agentOnPool(agent, p) {
+				continue
+			}
+			pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": agent + "-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": agent}},
+				"spec": map[string]any{"nodeName": name, "tolerations": []any{map[string]any{"operator": "Exists"}},
+					"containers": []any{map[string]any{"name": "agent", "image": agent}}}}
+			if err := c.s.Create(pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// agentOnPool: which agents the pool's spec deploys (verify's own list is the truth; these are
+// the stacks' pools here: both device plugins on EFA pools, the health gate everywhere).
+func agentOnPool(agent string, p topology.PoolSpec) bool {
+	switch agent {
+	case healthgate.GateName, "nvidia-device-plugin":
+		return true
+	case "aws-efa-k8s-device-plugin":
+		return p.Network.EFAInterfaces > 0
+	}
+	return false
+}
+
+// left is what of the job is still in the cluster: the job, its pods, Kueue's Workload.
+func (c *benchCluster) left(t *testing.T) string {
+	var out []string
+	for _, kind := range []map[string]any{
+		{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}, {"apiVersion": "v1", "kind": "Pod"},
+		{"apiVersion": topology.KueueAPIVersion, "kind": "Workload"}, {"apiVersion": "batch/v1", "kind": "Job"},
+	} {
+		kind["metadata"] = map[string]any{"namespace": benchjobs.Namespace}
+		objs, err := c.s.List(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			out = append(out, fmt.Sprintf("%s/%v", kind["kind"], o["metadata"].(map[string]any)["name"]))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// waitGone waits until nothing of the job is left (the garbage collector deletes its pods).
+func (c *benchCluster) waitGone(t *testing.T) {
+	deadline := time.Now().Add(time.Minute)
+	for left := c.left(t); left != ""; left = c.left(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after bench run, still in the cluster: %s", left)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// fixture is a recorded log of internal/bench/testdata without its provenance line.
+func fixture(t *testing.T, name string) string {
+	b, err := os.ReadFile(filepath.Join("../../internal/bench/testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "\n")
+	return rest
+}
+
+func fastPolls(t *testing.T) {
+	old := pollInterval
+	pollInterval = 500 * time.Millisecond
+	t.Cleanup(func() { pollInterval = old })
+}
+
+// TestBenchRunOnP5 runs `gpucluster bench run --stack p5-efa` against the harness: refused
+// while a node lacks its EFA device plugin (nothing applied), then, with the cluster as planned,
+// from the MPIJob's creation to RESULT.md: Kueue admits it, the MPI operator makes the workers on
+// the pool's nodes and the launcher on a system node, kwok runs and finishes it; every pod's log
+// is in the run's directory, bench report's verdict, doctor's reading and the chart beside them,
+// and nothing of the job is left in the cluster.
+func TestBenchRunOnP5(t *testing.T) {
+	fastPolls(t)
+	c := startBenchCluster(t, "p5-efa", false, fixture(t, "mpijob-p5-eks-excerpt.txt"))
+	c.gpuNodes(t, "aws-efa-k8s-device-plugin")
+	results := t.TempDir()
+	args := []string{"bench", "run", "--stack", "p5-efa", "--kubeconfig", c.kubeconfig, "--results", results}
+	var out, errOut strings.Builder
+	if code := run(args, &out, &errOut); code != exitFail || !strings.Contains(errOut.String(), "nothing was applied") ||
+		!strings.Contains(errOut.String(), "agent-missing") {
+		t.Fatalf("with a node's EFA device plugin missing: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if left := c.left(t); left != "" {
+		t.Fatalf("a refused run applied %s", left)
+	}
+	// The missing pods, as the DaemonSet controller would make them.
+	for i := range c.pool.Scaling.DesiredNodes {
+		name := fmt.Sprintf("%s-%d", c.pool.Name, i)
+		if err := c.s.Create(map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "aws-efa-k8s-device-plugin-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": "aws-efa-k8s-device-plugin"}},
+			"spec":     map[string]any{"nodeName": name, "tolerations": []any{map[string]any{"operator": "Exists"}}, "containers": []any{map[string]any{"name": "agent", "image": "efa"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRunToResult(t, c, args)
+}
+
+// TestBenchRunOnG6e: the same on g6e-efa, from creation to RESULT.md; no figure is published
+// for it, so the verdict is unknown and bench run exits 3, as bench report does.
+func TestBenchRunOnG6e(t *testing.T) {
+	fastPolls(t)
+	log, err := os.ReadFile("testdata/benchrun/g6e-efa-launcher.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(log), "\n") // without its provenance line
+	c := startBenchCluster(t, "g6e-efa", true, rest)
+	if code := checkRunToResult(t, c, []string{"bench", "run", "--stack", "g6e-efa", "--kubeconfig", c.kubeconfig, "--results", t.TempDir()}); code != exitNoVerdict {
+		t.Errorf("g6e-efa: exit %d, want %d (no published figure)", code, exitNoVerdict)
+	}
+}
+
+// checkRunToResult runs bench run once the cluster is as planned (kwok readies new pods in a
+// moment: verify may refuse the first tries) and checks its run from creation to RESULT.md.
+func checkRunToResult(t *testing.T, c *benchCluster, args []string) int {
+	t.Helper()
+	var out, errOut strings.Builder
+	var code int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		out.Reset()
+		errOut.Reset()
+		if code = run(args, &out, &errOut); !strings.Contains(errOut.String(), "nothing was applied") || time.Now().After(deadline) {
+			break
+		}
+	}
+	progress := out.String()
+	job := "mpijob/" + c.pool.Benchmark.NCCL.Name
+	pods := fmt.Sprintf("running: %d pods on", c.pool.Benchmark.NCCL.Workers+1) // and the launcher
+	for _, want := range []string{"created " + job + " in namespace default", pods, "finished: mpijob Succeeded", "deleted " + job} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("the progress lacks %q:\n%s%s", want, progress, errOut.String())
+		}
+	}
+	results := args[slices.Index(args, "--results")+1]
+	runs, _ := filepath.Glob(filepath.Join(results, c.spec.Stack, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v\n%s%s", runs, progress, errOut.String())
+	}
+	dir := runs[0]
+	logs, _ := filepath.Glob(filepath.Join(dir, benchrun.LogsDir, "*.log"))
+	var launcher string
+	for _, l := range logs {
+		if strings.Contains(l, "launcher") {
+			launcher = l
+		}
+	}
+	if len(logs) != c.pool.Benchmark.NCCL.Workers+1 || launcher == "" {
+		t.Errorf("logs %v: want the launcher's and every worker's", logs)
+	}
+	// The verdict is bench report's on the launcher's log, as collected.
+	var want, discard strings.Builder
+	wantCode := run([]string{"bench", "report", "--log", launcher, "--stack", c.spec.Stack, "--pods", filepath.Join(dir, benchrun.PodsFile), "--pods", filepath.Join(dir, benchrun.NodesFile)}, &want, &discard)
+	if code != wantCode {
+		t.Errorf("bench run exits %d, bench report on its log %d\n%s%s", code, wantCode, progress, errOut.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, resultMarkdown))
+	if err != nil || !strings.Contains(string(md), want.String()) || !strings.Contains(string(md), "## Doctor, on every pod's log") ||
+		!strings.Contains(string(md), "finished after") || !strings.Contains(string(md), "under 1 layer-3 network node") {
+		t.Errorf("RESULT.md (%v) lacks the report:\n%s\nwant:\n%s", err, md, want.String())
+	}
+	t.Logf("bench run's output:\n%s\nRESULT.md:\n%s", progress, md)
+	var result []map[string]any
+	if raw, err := os.ReadFile(filepath.Join(dir, resultJSON)); err != nil || json.Unmarshal(raw, &result) != nil || len(result) == 0 {
+		t.Errorf("result.json: %v %s", err, raw)
+	}
+	if _, err := os.Stat(filepath.Join(dir, resultSVG)); err != nil {
+		t.Errorf("no chart: %v", err)
+	}
+	c.waitGone(t)
+	// bench compare reads run directories, and a stack's results for its newest run.
+	out.Reset()
+	if code := run([]string{"bench", "compare", dir, filepath.Join(results, c.spec.Stack)}, &out, &errOut); code != exitOK {
+		t.Errorf("bench compare on a run directory and a stack's results: exit %d\n%s", code, errOut.String())
+	}
+	return code
+}
+
+// signalOn is an io.Writer that cancels once what is written contains a word.
+type signalOn struct {
+	mu     sync.Mutex
+	b      strings.Builder
+	word   string
+	cancel context.CancelFunc
+}
+
+func (w *signalOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.word) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+// TestBenchRunInterruptedOrOutOfTime: a g6e-efa run whose job waits in the queue (no GPU node
+// yet, run with --ignore-verify) is interrupted as Ctrl-C does, and another runs out of
+// --timeout: each deletes the MPIJob it created, leaves nothing of it in the cluster, writes
+// RESULT.md saying so, and exits 1.
+func TestBenchRunInterruptedOrOutOfTime(t *testing.T) {
+	fastPolls(t)
+	c := startBenchCluster(t, "g6e-efa", false, "")
+	results := t.TempDir()
+	args := []string{"bench", "run", "--stack", "g6e-efa", "--kubeconfig", c.kubeconfig, "--results", results, "--ignore-verify"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	old := runContext
+	runContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	t.Cleanup(func() { runContext = old })
+	w := &signalOn{word: "queued:", cancel: cancel}
+	var errOut strings.Builder
+	if code := run(args, w, &errOut); code != exitFail || !strings.Contains(w.b.String(), "interrupted: deleting mpijob/gpu-nccl-allreduce") {
+		t.Errorf("interrupted: exit %d\n%s%s", code, w.b.String(), errOut.String())
+	}
+	c.waitGone(t)
+
+	runContext = old
+	time.Sleep(time.Second) // a new second: a new run directory
+	var out strings.Builder
+	errOut.Reset()
+	if code := run(append(args, "--timeout", "3s"), &out, &errOut); code != exitFail || !strings.Contains(out.String(), "timed out after 3s") {
+		t.Errorf("out of time: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	c.waitGone(t)
+	runs, _ := filepath.Glob(filepath.Join(results, "g6e-efa", "*", resultMarkdown))
+	if len(runs) != 2 {
+		t.Fatalf("RESULT.md files %v", runs)
+	}
+	for _, r := range runs {
+		md, _ := os.ReadFile(r)
+		if !strings.Contains(string(md), "did not finish") || !strings.Contains(string(md), "verify error(s)") {
+			t.Errorf("%s:\n%s", r, md)
+		}
+	}
+}

@@ -141,13 +141,29 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 			AutomountServiceAccountToken: &noToken,
 			NodeSelector:                 map[string]string{topology.LabelPool: topology.SystemPool},
 			Containers: []corev1.Container{{
-				Name: "launcher", Image: j.Image, Command: j.Command, Env: env,
+				Name: "launcher", Image: j.Image, Command: []string{"bash", "-c", WaitForWorkers, "wait-for-workers"}, Args: j.Command, Env: env,
 				Resources:       corev1.ResourceRequirements{Requests: res, Limits: corev1.ResourceList{corev1.ResourceMemory: res[corev1.ResourceMemory]}},
 				SecurityContext: launcherSecurity(),
 			}},
 		},
 	}
 }
+
+// WaitForWorkers is what the launcher runs before mpirun (its arguments, run with exec): it waits
+// until ssh reaches every worker of the hostfile the MPI operator mounts, with the operator's own
+// ssh options. launcherCreationPolicy WaitForWorkersReady does not hold under Kueue: the MPI
+// operator v0.8.2 creates the launcher Job while the MPIJob is suspended (no worker exists, so
+// "all ready" holds), and unsuspends it in the sync that creates the workers
+// (kubeflow/mpi-operator#615, open; pkg/controller/mpi_job_controller.go). mpirun would then
+// fail at once on workers still pulling their image, and the launcher's few retries would fail
+// the job. The job's deadline bounds the wait.
+const WaitForWorkers = `hostfile=${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}
+for host in $(cut -d' ' -f1 "$hostfile"); do
+  until ssh -o BatchMode=yes -o ConnectTimeout=5 ${OMPI_MCA_plm_rsh_args:-} "$host" true; do
+    echo "waiting for worker $host to answer ssh"; sleep "${WORKER_POLL_SECONDS:-5}"
+  done
+done
+exec "$@"`
 
 // launcherSecurity is all the launcher's mpirun and ssh client need: no capability, no privilege
 // escalation, the runtime's default seccomp profile. It stays root, as the image's user: the MPI

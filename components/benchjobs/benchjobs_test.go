@@ -2,6 +2,9 @@ package benchjobs
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,8 +68,45 @@ func TestP5AllReduceIsShapedToSchedule(t *testing.T) {
 	if r := c["resources"]; !reflect.DeepEqual(r, map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "1Gi"}, "limits": map[string]any{"memory": "1Gi"}}) {
 		t.Errorf("the launcher asks for %v, want 500m CPU and 1Gi (the system flavor's quota) and no GPU", r)
 	}
-	if cmd := strings.Join(toStrings(c["command"]), " "); !strings.Contains(cmd, "-np 16 -N 8 ") || at("spec", "slotsPerWorker") != float64(8) {
+	if cmd := strings.Join(toStrings(c["args"]), " "); !strings.HasPrefix(cmd, "mpirun ") || !strings.Contains(cmd, "-np 16 -N 8 ") || at("spec", "slotsPerWorker") != float64(8) {
 		t.Errorf("mpirun %q with %v slots per worker, want 16 ranks, 8 a node", cmd, at("spec", "slotsPerWorker"))
+	}
+	if cmd := toStrings(c["command"]); !reflect.DeepEqual(cmd, []string{"bash", "-c", WaitForWorkers, "wait-for-workers"}) {
+		t.Errorf("the launcher runs %q before mpirun, want the wait for its workers", cmd)
+	}
+}
+
+// TestLauncherWaitsForItsWorkers runs the launcher's wait as the pod runs it, with ssh and
+// mpirun replaced by stand-ins: ssh fails for worker-1 twice (sshd not up yet, as while its
+// image is pulled), and mpirun prints its arguments. The wait asks each worker of the hostfile
+// with the operator's ssh options until it answers, then runs mpirun with its arguments intact.
+func TestLauncherWaitsForItsWorkers(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	hostfile := write("hostfile", "job-worker-0.job.default.svc slots=8\njob-worker-1.job.default.svc slots=8\n", 0o644)
+	write("ssh", `#!/bin/sh
+echo "ssh $*" >> "$0.calls"
+case "$*" in *worker-1*) n=$(cat "$0.w1" 2>/dev/null || echo 0); echo $((n+1)) > "$0.w1"; [ "$n" -ge 2 ] || exit 255 ;; esac
+`, 0o755)
+	write("mpirun", "#!/bin/sh\nprintf '[%s]' mpirun \"$@\"; echo\n", 0o755)
+	cmd := exec.Command("bash", "-c", WaitForWorkers, "wait-for-workers", "mpirun", "-np", "16", "-x", "A B")
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "OMPI_MCA_orte_default_hostfile="+hostfile,
+		"OMPI_MCA_plm_rsh_args=-o ConnectionAttempts=10", "WORKER_POLL_SECONDS=0.1")
+	out, err := cmd.CombinedOutput()
+	calls, _ := os.ReadFile(filepath.Join(dir, "ssh.calls"))
+	if err != nil || strings.Count(string(out), "waiting for worker job-worker-1.job.default.svc") != 2 ||
+		!strings.HasSuffix(string(out), "[mpirun][-np][16][-x][A B]\n") {
+		t.Errorf("the wait: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(calls), "ssh -o BatchMode=yes -o ConnectTimeout=5 -o ConnectionAttempts=10 job-worker-0.job.default.svc true") ||
+		strings.Count(string(calls), "job-worker-1") != 3 {
+		t.Errorf("ssh was run as:\n%s", calls)
 	}
 }
 

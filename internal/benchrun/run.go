@@ -80,7 +80,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	r := &runner{o: o, j: j, out: &Outcome{Job: j.kind + "/" + j.name}, followed: map[string]bool{}, seen: map[string]map[string]any{}}
+	r.followCtx, r.stopFollowing = context.WithCancel(ctx)
+	defer r.stopFollowing()
 	if err := r.create(ctx); err != nil {
+		os.RemoveAll(o.Dir) // this run's own, and it never ran
 		return nil, err
 	}
 	start := o.Now()
@@ -109,7 +112,10 @@ type runner struct {
 	mu        sync.Mutex
 	followed  map[string]bool
 	followers sync.WaitGroup
-	seen      map[string]map[string]any // every pod of the job, as last seen
+	// followCtx bounds the log followers: collect stops them before it reads the logs again.
+	followCtx     context.Context
+	stopFollowing context.CancelFunc
+	seen          map[string]map[string]any // every pod of the job, as last seen
 }
 
 func (r *runner) printf(at time.Duration, format string, args ...any) {
@@ -168,6 +174,10 @@ func (r *runner) follow(ctx context.Context, start time.Time) {
 			r.out.Ended = "interrupted"
 			r.printf(elapsed, "interrupted: deleting %s, keeping the logs collected so far", r.out.Job)
 			return
+		case err != nil && strings.Contains(err.Error(), "NotFound"):
+			r.out.Ended = "deleted by someone else"
+			r.printf(elapsed, "%s was deleted outside bench run: keeping the logs collected so far", r.out.Job)
+			return
 		case err != nil:
 			if err.Error() != last {
 				r.printf(elapsed, "could not read the job (trying again): %v", err)
@@ -223,7 +233,7 @@ func (r *runner) look(ctx context.Context, elapsed time.Duration) (string, error
 	nodes := map[string]bool{}
 	for _, p := range pods.Items {
 		name := str(dig(p, "metadata", "name"))
-		r.saw(ctx, p)
+		r.saw(p)
 		switch phase := str(dig(p, "status", "phase")); phase {
 		case "Running", "Succeeded", "Failed":
 			running = append(running, name)
@@ -262,7 +272,7 @@ func (r *runner) watchPods(ctx context.Context) {
 			if err := dec.Decode(&pod); err != nil {
 				break
 			}
-			r.saw(ctx, pod)
+			r.saw(pod)
 		}
 		cmd.Wait()
 		select { // a watch the API server ended: start another
@@ -273,19 +283,19 @@ func (r *runner) watchPods(ctx context.Context) {
 }
 
 // saw records a pod as last seen, and follows its log once it runs.
-func (r *runner) saw(ctx context.Context, pod map[string]any) {
+func (r *runner) saw(pod map[string]any) {
 	name := str(dig(pod, "metadata", "name"))
 	r.mu.Lock()
 	r.seen[name] = pod
 	r.mu.Unlock()
 	switch str(dig(pod, "status", "phase")) {
 	case "Running", "Succeeded", "Failed":
-		r.followLog(ctx, name)
+		r.followLog(name)
 	}
 }
 
 // followLog streams a pod's log, every container's, into logs/<pod>.log until the pod ends.
-func (r *runner) followLog(ctx context.Context, pod string) {
+func (r *runner) followLog(pod string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.followed[pod] {
@@ -300,7 +310,7 @@ func (r *runner) followLog(ctx context.Context, pod string) {
 			return
 		}
 		defer f.Close()
-		cmd := r.o.Kubectl.Command(ctx, "-n", r.j.namespace, "logs", "-f", "--all-containers", "--timestamps", pod)
+		cmd := r.o.Kubectl.Command(r.followCtx, "-n", r.j.namespace, "logs", "-f", "--all-containers", "--timestamps", pod)
 		cmd.Stdout = f
 		cmd.Run() // ends with the pod, or is read again whole in collect
 	}()
@@ -314,13 +324,17 @@ func (r *runner) collect(ctx context.Context) {
 	go func() { r.followers.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second): // pods still running (a timeout): their logs are read whole below
+		r.stopFollowing()
+		<-done
 	}
+	// The watch may still be reporting a pod while it stops: read its records under the lock.
 	r.mu.Lock()
 	pods := slices.Sorted(maps.Keys(r.seen))
+	followed, seen := maps.Clone(r.followed), maps.Clone(r.seen)
 	r.mu.Unlock()
 	for _, pod := range pods {
-		if !r.followed[pod] {
+		if !followed[pod] {
 			continue
 		}
 		if log, err := r.kubectl(ctx, nil, "-n", r.j.namespace, "logs", "--all-containers", "--timestamps", pod); err == nil && len(log) > 0 {
@@ -330,14 +344,14 @@ func (r *runner) collect(ctx context.Context) {
 	}
 	if raw, err := r.kubectl(ctx, nil, "-n", r.j.namespace, "get", "pods", "-l", r.j.output, "-o", "jsonpath={.items[*].metadata.name}"); err == nil {
 		for _, name := range strings.Fields(string(raw)) {
-			if r.followed[name] {
+			if followed[name] {
 				r.out.OutputLog = filepath.Join(LogsDir, name+".log")
 			}
 		}
 	}
 	if r.out.OutputLog == "" { // the output pod is gone: find it among those seen
 		for _, pod := range pods {
-			if r.followed[pod] && matches(r.seen[pod], r.j.output) {
+			if followed[pod] && matches(seen[pod], r.j.output) {
 				r.out.OutputLog = filepath.Join(LogsDir, pod+".log")
 			}
 		}
@@ -346,8 +360,8 @@ func (r *runner) collect(ctx context.Context) {
 	var items []any
 	nodes := map[string]bool{}
 	for _, pod := range pods {
-		if node := str(dig(r.seen[pod], "spec", "nodeName")); node != "" && matches(r.seen[pod], r.j.ranks) {
-			items = append(items, r.seen[pod])
+		if node := str(dig(seen[pod], "spec", "nodeName")); node != "" && matches(seen[pod], r.j.ranks) {
+			items = append(items, seen[pod])
 			nodes[node] = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/components/trainer"
+	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/benchrun"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/verify"
@@ -36,6 +39,13 @@ type benchCluster struct {
 }
 
 func startBenchCluster(t *testing.T, stack string, withNodes bool, launcherLog string) *benchCluster {
+	return startBenchClusterFrom(t, "../../stacks/Pulumi."+stack+".yaml", withNodes, map[string]string{"launcher": kubeapi.CRILogLines(launcherLog, time.Now())})
+}
+
+// startBenchClusterFrom starts the cluster for a stack file, kwok serving each named container's
+// log (CRI format) in the jobs' namespace; a stack with a training command gets the Trainer and
+// JobSet, their runtimes and the training pods' account.
+func startBenchClusterFrom(t *testing.T, file string, withNodes bool, logs map[string]string) *benchCluster {
 	t.Helper()
 	s := kubeapi.StartForTest(t)
 	must := func(err error) {
@@ -62,26 +72,39 @@ func startBenchCluster(t *testing.T, stack string, withNodes bool, launcherLog s
 	stopMPI, err := s.StartMPIOperator(ns, ns, s.Token())
 	must(err)
 	t.Cleanup(stopMPI)
-	spec, err := topology.LoadStack("../../stacks/Pulumi." + stack + ".yaml")
+	spec, err := topology.LoadStack(file)
 	must(err)
+	if len(spec.Benchmarks.TrainingCommand) > 0 {
+		for _, start := range []func() (func(), error){s.StartJobSet, s.StartTrainer} {
+			stop, err := start()
+			must(err)
+			t.Cleanup(stop)
+		}
+		must(s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": topology.TrainingServiceAccount, "namespace": ns},
+			"automountServiceAccountToken": false}))
+		for _, rt := range trainer.Runtimes(spec.Pools, spec.Labels()) {
+			must(s.Create(map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "ClusterTrainingRuntime",
+				"metadata": map[string]any{"name": rt.Name, "labels": rt.Labels}, "spec": rt.Spec}))
+		}
+	}
 	for _, obj := range kueue.Objects(spec.Pools, spec.Labels()) {
 		if obj["kind"] == "LocalQueue" {
 			obj["metadata"].(map[string]any)["namespace"] = ns
 		}
 		must(s.Create(obj))
 	}
-	// Each container's log: the launcher's is the run's output, the workers' sshd's.
+	// Each container's log: the launcher's (or rank 0's) is the run's output, the workers' sshd's.
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		f := filepath.Join(dir, name)
-		must(os.WriteFile(f, []byte(kubeapi.CRILogLines(text, time.Now())), 0o644))
-		return f
+	logs = maps.Clone(logs)
+	logs["worker"] = kubeapi.CRILogLines("Server listening on 0.0.0.0 port 2222.\nServer listening on :: port 2222.\n", time.Now())
+	var entries []any
+	for _, container := range slices.Sorted(maps.Keys(logs)) {
+		f := filepath.Join(dir, container+".log")
+		must(os.WriteFile(f, []byte(logs[container]), 0o644))
+		entries = append(entries, map[string]any{"containers": []any{container}, "logsFile": f})
 	}
 	must(s.Create(map[string]any{"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": map[string]any{"name": "bench"},
-		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{ns}}, "logs": []any{
-			map[string]any{"containers": []any{"launcher"}, "logsFile": write("launcher.log", launcherLog)},
-			map[string]any{"containers": []any{"worker"}, "logsFile": write("worker.log", "Server listening on 0.0.0.0 port 2222.\nServer listening on :: port 2222.\n")},
-		}}}))
+		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{ns}}, "logs": entries}}))
 	c := &benchCluster{s: s, spec: spec, pool: spec.Pools[0]}
 	c.kubeconfig, err = s.AdminKubeconfig()
 	must(err)
@@ -141,13 +164,14 @@ func agentOnPool(agent string, p topology.PoolSpec) bool {
 	return false
 }
 
-// left is what of the job is still in the cluster: the job, its pods, Kueue's Workload.
-func (c *benchCluster) left(t *testing.T) string {
+// left is what of the job is still in the cluster: the job, its pods, Kueue's Workload, and
+// any more kinds named.
+func (c *benchCluster) left(t *testing.T, more ...map[string]any) string {
 	var out []string
-	for _, kind := range []map[string]any{
+	for _, kind := range append([]map[string]any{
 		{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}, {"apiVersion": "v1", "kind": "Pod"},
 		{"apiVersion": topology.KueueAPIVersion, "kind": "Workload"}, {"apiVersion": "batch/v1", "kind": "Job"},
-	} {
+	}, more...) {
 		kind["metadata"] = map[string]any{"namespace": benchjobs.Namespace}
 		objs, err := c.s.List(kind)
 		if err != nil {
@@ -161,9 +185,11 @@ func (c *benchCluster) left(t *testing.T) string {
 }
 
 // waitGone waits until nothing of the job is left (the garbage collector deletes its pods).
-func (c *benchCluster) waitGone(t *testing.T) {
+func (c *benchCluster) waitGone(t *testing.T) { c.waitGoneKinds(t) }
+
+func (c *benchCluster) waitGoneKinds(t *testing.T, more ...map[string]any) {
 	deadline := time.Now().Add(time.Minute)
-	for left := c.left(t); left != ""; left = c.left(t) {
+	for left := c.left(t, more...); left != ""; left = c.left(t, more...) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a minute after bench run, still in the cluster: %s", left)
 		}
@@ -356,4 +382,70 @@ func TestBenchRunInterruptedOrOutOfTime(t *testing.T) {
 			t.Errorf("%s:\n%s", r, md)
 		}
 	}
+}
+
+// TestBenchRunTrain runs `bench run --job train` on g6e-efa with a training command: Kueue admits
+// the TrainJob, the real Trainer and JobSet make its pods, kwok runs them on the pool's nodes and
+// completes them; rank 0's log (a training log of our own, kwok serving it with its own
+// timestamps, as kubectl logs --timestamps returns them) is the result, judged by bench report as
+// a training run.
+func TestBenchRunTrain(t *testing.T) {
+	fastPolls(t)
+	data, err := os.ReadFile("../../stacks/Pulumi.g6e-efa.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "Pulumi.g6e-train.yaml")
+	stack := strings.Replace(string(data), "    enabled: true\n", "    enabled: true\n    trainingCommand: [train.py, --epochs, \"1\"]\n", 1)
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(program.EnvStackFile, file)
+	// The recorded log's own timestamps become the container runtime's.
+	var cri strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(fixture(t, "train-g6e-efa-kubectl.txt"), "\n"), "\n") {
+		at, rest, _ := strings.Cut(line, " ")
+		fmt.Fprintf(&cri, "%s stdout F %s\n", at, rest)
+	}
+	c := startBenchClusterFrom(t, file, true, map[string]string{topology.TrainerContainer: cri.String()})
+	if c.pool.Benchmark.Train == nil {
+		t.Fatalf("the stack has no training job: %s", stack)
+	}
+	results := t.TempDir()
+	var out, errOut strings.Builder
+	var code int
+	args := []string{"bench", "run", "--stack", "g6e-train", "--job", "train", "--kubeconfig", c.kubeconfig, "--results", results}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		out.Reset()
+		errOut.Reset()
+		if code = run(args, &out, &errOut); !strings.Contains(errOut.String(), "nothing was applied") || time.Now().After(deadline) {
+			break
+		}
+	}
+	progress := out.String()
+	for _, want := range []string{"created trainjob/", "running: ", "finished: trainjob Complete", "deleted trainjob/"} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("the progress lacks %q:\n%s%s", want, progress, errOut.String())
+		}
+	}
+	runs, _ := filepath.Glob(filepath.Join(results, "g6e-train", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v\n%s%s", runs, progress, errOut.String())
+	}
+	md, _ := os.ReadFile(filepath.Join(runs[0], resultMarkdown))
+	logs, _ := filepath.Glob(filepath.Join(runs[0], benchrun.LogsDir, "*.log"))
+	// RESULT.md names the log it reported on: rank 0's, the pod of index 0 of the JobSet's job.
+	_, named, _ := strings.Cut(string(md), "--log "+benchrun.LogsDir+"/")
+	named, _, _ = strings.Cut(named, " ")
+	rank0 := filepath.Join(runs[0], benchrun.LogsDir, named)
+	if len(logs) != c.pool.Benchmark.Train.NumNodes || !slices.Contains(logs, rank0) || !strings.Contains(named, "-node-0-0-") {
+		t.Fatalf("logs %v: want one per node, rank 0's the result\n%s", logs, md)
+	}
+	var want, discard strings.Builder
+	wantCode := run([]string{"bench", "report", "--log", rank0, "--stack", "g6e-train", "--pods", filepath.Join(runs[0], benchrun.PodsFile), "--pods", filepath.Join(runs[0], benchrun.NodesFile)}, &want, &discard)
+	if code != wantCode || !strings.Contains(string(md), want.String()) || !strings.Contains(want.String(), "wall clock") {
+		t.Errorf("bench run exits %d, bench report %d on rank 0's log:\n%s\nRESULT.md:\n%s", code, wantCode, want.String(), md)
+	}
+	t.Logf("bench run's output:\n%s\nRESULT.md:\n%s", progress, md)
+	c.waitGoneKinds(t, map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "TrainJob"}, map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"})
 }

@@ -260,31 +260,35 @@ func TestBenchRunOnG6e(t *testing.T) {
 	}
 }
 
-// checkRunToResult runs bench run once the cluster is as planned (kwok readies new pods in a
-// moment: verify may refuse the first tries) and checks its run from creation to RESULT.md.
-func checkRunToResult(t *testing.T, c *benchCluster, args []string) int {
-	t.Helper()
+// runOnceVerified runs bench run until verify lets it: kwok readies the agents' new pods in a
+// moment, and verify refuses the tries before (nothing applied).
+func runOnceVerified(args []string) (code int, stdout, stderr string) {
 	var out, errOut strings.Builder
-	var code int
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
 		out.Reset()
 		errOut.Reset()
 		if code = run(args, &out, &errOut); !strings.Contains(errOut.String(), "nothing was applied") || time.Now().After(deadline) {
-			break
+			return code, out.String(), errOut.String()
 		}
 	}
-	progress := out.String()
+}
+
+// checkRunToResult runs bench run once the cluster is as planned (kwok readies new pods in a
+// moment: verify may refuse the first tries) and checks its run from creation to RESULT.md.
+func checkRunToResult(t *testing.T, c *benchCluster, args []string) int {
+	t.Helper()
+	code, progress, stderr := runOnceVerified(args)
 	job := "mpijob/" + c.pool.Benchmark.NCCL.Name
 	pods := fmt.Sprintf("running: %d pods on", c.pool.Benchmark.NCCL.Workers+1) // and the launcher
 	for _, want := range []string{"created " + job + " in namespace default", pods, "finished: mpijob Succeeded", "deleted " + job} {
 		if !strings.Contains(progress, want) {
-			t.Errorf("the progress lacks %q:\n%s%s", want, progress, errOut.String())
+			t.Errorf("the progress lacks %q:\n%s%s", want, progress, stderr)
 		}
 	}
 	results := args[slices.Index(args, "--results")+1]
 	runs, _ := filepath.Glob(filepath.Join(results, c.spec.Stack, "*"))
 	if len(runs) != 1 {
-		t.Fatalf("run directories %v\n%s%s", runs, progress, errOut.String())
+		t.Fatalf("run directories %v\n%s%s", runs, progress, stderr)
 	}
 	dir := runs[0]
 	logs, _ := filepath.Glob(filepath.Join(dir, benchrun.LogsDir, "*.log"))
@@ -301,7 +305,7 @@ func checkRunToResult(t *testing.T, c *benchCluster, args []string) int {
 	var want, discard strings.Builder
 	wantCode := run([]string{"bench", "report", "--log", launcher, "--stack", c.spec.Stack, "--pods", filepath.Join(dir, benchrun.PodsFile), "--pods", filepath.Join(dir, benchrun.NodesFile)}, &want, &discard)
 	if code != wantCode {
-		t.Errorf("bench run exits %d, bench report on its log %d\n%s%s", code, wantCode, progress, errOut.String())
+		t.Errorf("bench run exits %d, bench report on its log %d\n%s%s", code, wantCode, progress, stderr)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, resultMarkdown))
 	if err != nil || !strings.Contains(string(md), want.String()) || !strings.Contains(string(md), "## Doctor, on every pod's log") ||
@@ -318,7 +322,7 @@ func checkRunToResult(t *testing.T, c *benchCluster, args []string) int {
 	}
 	c.waitGone(t)
 	// bench compare reads run directories, and a stack's results for its newest run.
-	out.Reset()
+	var out, errOut strings.Builder
 	if code := run([]string{"bench", "compare", dir, filepath.Join(results, c.spec.Stack)}, &out, &errOut); code != exitOK {
 		t.Errorf("bench compare on a run directory and a stack's results: exit %d\n%s", code, errOut.String())
 	}
@@ -412,25 +416,16 @@ func TestBenchRunTrain(t *testing.T) {
 		t.Fatalf("the stack has no training job: %s", stack)
 	}
 	results := t.TempDir()
-	var out, errOut strings.Builder
-	var code int
 	args := []string{"bench", "run", "--stack", "g6e-train", "--job", "train", "--kubeconfig", c.kubeconfig, "--results", results}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-		out.Reset()
-		errOut.Reset()
-		if code = run(args, &out, &errOut); !strings.Contains(errOut.String(), "nothing was applied") || time.Now().After(deadline) {
-			break
-		}
-	}
-	progress := out.String()
+	code, progress, stderr := runOnceVerified(args)
 	for _, want := range []string{"created trainjob/", "running: ", "finished: trainjob Complete", "deleted trainjob/"} {
 		if !strings.Contains(progress, want) {
-			t.Errorf("the progress lacks %q:\n%s%s", want, progress, errOut.String())
+			t.Errorf("the progress lacks %q:\n%s%s", want, progress, stderr)
 		}
 	}
 	runs, _ := filepath.Glob(filepath.Join(results, "g6e-train", "*"))
 	if len(runs) != 1 {
-		t.Fatalf("run directories %v\n%s%s", runs, progress, errOut.String())
+		t.Fatalf("run directories %v\n%s%s", runs, progress, stderr)
 	}
 	md, _ := os.ReadFile(filepath.Join(runs[0], resultMarkdown))
 	logs, _ := filepath.Glob(filepath.Join(runs[0], benchrun.LogsDir, "*.log"))

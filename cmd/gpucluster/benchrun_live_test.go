@@ -444,3 +444,76 @@ func TestBenchRunTrain(t *testing.T) {
 	t.Logf("bench run's output:\n%s\nRESULT.md:\n%s", progress, md)
 	c.waitGoneKinds(t, map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "TrainJob"}, map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"})
 }
+
+// TestReadmeBenchmarkWalkthrough runs the README's benchmark walkthrough as written, line by
+// line, against the harness: its gpucluster commands run as a reader types them (plan, verify
+// --wait, bench run), from a copy of the project, with the kubeconfig.json its `pulumi stack
+// output` line writes. `pulumi up` is the real-engine tier's (which runs the README's verify
+// lines on the cluster it builds); here a cluster built to g6e-efa's plan in the harness stands
+// in for what it leaves, and the kubeconfig.json is the harness's. verify must pass, and bench
+// run must go from its MPIJob to RESULT.md under the project's results/.
+func TestReadmeBenchmarkWalkthrough(t *testing.T) {
+	fastPolls(t)
+	log, err := os.ReadFile("testdata/benchrun/g6e-efa-launcher.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block string
+	for _, m := range fence.FindAllStringSubmatch(string(readme), -1) {
+		if strings.TrimSpace(m[1]) == "sh cluster" && strings.Contains(m[2], "gpucluster bench run") {
+			block = m[2]
+		}
+	}
+	if block == "" {
+		t.Fatal("the README has no sh cluster block with gpucluster bench run")
+	}
+	_, rest, _ := strings.Cut(string(log), "\n")
+	c := startBenchCluster(t, "g6e-efa", true, rest)
+	repo, _ := filepath.Abs("../..")
+	root := copyProject(t)
+	linkRest(t, repo, root)
+	ran := map[string]int{}
+	for _, line := range strings.Split(block, "\n") {
+		command, _, _ := strings.Cut(line, " #")
+		words := strings.Fields(command)
+		switch {
+		case len(words) == 0:
+		case words[0] == "pulumi" && slices.Contains(words, "kubeconfig") && words[len(words)-2] == ">":
+			// The stack's kubeconfig output: the harness cluster's, where the line writes it.
+			b, err := os.ReadFile(c.kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, words[len(words)-1]), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		case words[0] == "pulumi": // up and destroy: the real-engine tier's
+		case words[0] == "gpucluster":
+			code, stdout, stderr := runCLI(words[1:]...)
+			ran[words[1]] = code
+			switch words[1] {
+			case "bench":
+				if code != exitNoVerdict || !strings.Contains(stdout, "finished: mpijob Succeeded") {
+					t.Errorf("%q: exit %d (want %d: no figure is published for g6e)\n%s%s", command, code, exitNoVerdict, stdout, stderr)
+				}
+			default:
+				if code != exitOK {
+					t.Errorf("%q: exit %d\n%s%s", command, code, stdout, stderr)
+				}
+			}
+		default:
+			t.Errorf("%q: not a command the walkthrough may show", line)
+		}
+	}
+	if _, ok := ran["verify"]; !ok || len(ran) < 3 {
+		t.Errorf("the walkthrough ran %v: want plan, verify and bench run", ran)
+	}
+	if results, _ := filepath.Glob(filepath.Join(root, "results", "g6e-efa", "*", resultMarkdown)); len(results) != 1 {
+		t.Errorf("the project's results: %v", results)
+	}
+	c.waitGone(t)
+}

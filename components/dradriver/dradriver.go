@@ -52,7 +52,7 @@ func Pools(pools []topology.PoolSpec) []topology.PoolSpec {
 
 // Values are the chart values for the pools: GPUs off, ComputeDomains on, the controller on the
 // system nodes (the chart's default only prefers control-plane nodes, which EKS does not have), the
-// kubelet plugin on the pools' nodes, tolerating their taints (its default selects nodes by
+// kubelet plugin on the pools' nodes, tolerating their taints and startup taints (its default selects nodes by
 // Node Feature Discovery labels, which gpucluster's nodes do not carry). The driver root is the
 // host's: the EKS AL2023 NVIDIA image installs the driver on the host.
 func Values(pools []topology.PoolSpec) map[string]any {
@@ -61,7 +61,9 @@ func Values(pools []topology.PoolSpec) map[string]any {
 	seen := map[topology.Toleration]bool{}
 	for _, p := range pools {
 		names = append(names, p.Name)
-		for _, t := range p.Tolerations {
+		// The pool's startup taints too: the health gate lifts them without the plugin, and the
+		// plugin must be up by the time jobs land.
+		for _, t := range append(append([]topology.Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
 			if seen[t] {
 				continue
 			}

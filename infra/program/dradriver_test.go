@@ -95,7 +95,7 @@ func TestDRADriver(t *testing.T) {
 // (their IMEX channels are what multi-node NVLink needs), the driver root is the host's (the EKS
 // AL2023 NVIDIA image installs the driver there), the controller on the system nodes (the chart's
 // default prefers control-plane nodes, which EKS does not have), and the kubelet plugin on the
-// pool's nodes only, tolerating the GPU taint they carry.
+// pool's nodes only, tolerating the GPU taint they carry and the health gate's startup taint.
 var wantDRAValues = map[string]any{
 	"Pulumi.gb200-nvl72.yaml": map[string]any{
 		"nvidiaDriverRoot": "/",
@@ -110,7 +110,8 @@ var wantDRAValues = map[string]any{
 					map[string]any{"key": "gpucluster.io/pool", "operator": "In", "values": []any{"nvl"}},
 				}}},
 			}}},
-			"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+			"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+				map[string]any{"key": "gpucluster.io/health", "operator": "Equal", "value": "checking", "effect": "NoSchedule"}},
 		},
 	},
 }

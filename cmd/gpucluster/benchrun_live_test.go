@@ -207,6 +207,16 @@ func fixture(t *testing.T, name string) string {
 	return rest
 }
 
+// g6eLauncherLog is the g6e-efa launcher's log of our own, without its provenance line.
+func g6eLauncherLog(t *testing.T) string {
+	b, err := os.ReadFile("testdata/benchrun/g6e-efa-launcher.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "\n")
+	return rest
+}
+
 func fastPolls(t *testing.T) {
 	old := pollInterval
 	pollInterval = 500 * time.Millisecond
@@ -249,12 +259,7 @@ func TestBenchRunOnP5(t *testing.T) {
 // for it, so the verdict is unknown and bench run exits 3, as bench report does.
 func TestBenchRunOnG6e(t *testing.T) {
 	fastPolls(t)
-	log, err := os.ReadFile("testdata/benchrun/g6e-efa-launcher.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, _ := strings.Cut(string(log), "\n") // without its provenance line
-	c := startBenchCluster(t, "g6e-efa", true, rest)
+	c := startBenchCluster(t, "g6e-efa", true, g6eLauncherLog(t))
 	if code := checkRunToResult(t, c, []string{"bench", "run", "--stack", "g6e-efa", "--kubeconfig", c.kubeconfig, "--results", t.TempDir()}); code != exitNoVerdict {
 		t.Errorf("g6e-efa: exit %d, want %d (no published figure)", code, exitNoVerdict)
 	}
@@ -454,10 +459,6 @@ func TestBenchRunTrain(t *testing.T) {
 // run must go from its MPIJob to RESULT.md under the project's results/.
 func TestReadmeBenchmarkWalkthrough(t *testing.T) {
 	fastPolls(t)
-	log, err := os.ReadFile("testdata/benchrun/g6e-efa-launcher.log")
-	if err != nil {
-		t.Fatal(err)
-	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -471,8 +472,7 @@ func TestReadmeBenchmarkWalkthrough(t *testing.T) {
 	if block == "" {
 		t.Fatal("the README has no sh cluster block with gpucluster bench run")
 	}
-	_, rest, _ := strings.Cut(string(log), "\n")
-	c := startBenchCluster(t, "g6e-efa", true, rest)
+	c := startBenchCluster(t, "g6e-efa", true, g6eLauncherLog(t))
 	repo, _ := filepath.Abs("../..")
 	root := copyProject(t)
 	linkRest(t, repo, root)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -87,13 +86,14 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	}
 	findings := poolErrors(verify.Check(spec, cluster), pool.Name)
 	if len(findings) > 0 {
-		w := stderr
 		if *ignoreVerify {
 			fmt.Fprintf(stderr, "gpucluster bench run: verify finds %d error(s) on pool %s; running anyway (--ignore-verify):\n", len(findings), pool.Name)
 		} else {
 			fmt.Fprintf(stderr, "gpucluster bench run: verify finds %d error(s) on pool %s, so the run would not measure the planned topology; nothing was applied:\n", len(findings), pool.Name)
 		}
-		writeFindings(w, findings)
+		for _, f := range findings {
+			fmt.Fprintln(stderr, "  "+findingLine(f))
+		}
 		if !*ignoreVerify {
 			fmt.Fprintln(stderr, "mend them (gpucluster verify --stack "+spec.Stack+" --wait 10m waits for a cluster still coming up), or run anyway with --ignore-verify")
 			return exitFail
@@ -166,14 +166,6 @@ func poolErrors(r verify.Report, pool string) []verify.Finding {
 	return out
 }
 
-func writeFindings(w io.Writer, fs []verify.Finding) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, f := range fs {
-		fmt.Fprintf(tw, "  %s\t%s\t[%s]\t%s\n", f.Severity, f.Code, strings.Trim(f.Pool+" "+f.Node+" "+f.Object, " "), f.Message)
-	}
-	tw.Flush()
-}
-
 // runTimeout is --timeout, or the job's own deadline and ten minutes for the queue and cleanup.
 func runTimeout(flag time.Duration, pool topology.PoolSpec, job string) time.Duration {
 	if flag > 0 {
@@ -194,13 +186,13 @@ func reportRun(dir string, spec topology.StackSpec, pool topology.PoolSpec, job 
 	findings []verify.Finding, stdout, stderr io.Writer) int {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Benchmark run: %s, pool %s, %s\n\n", spec.Stack, pool.Name, job)
-	fmt.Fprintf(&md, "- started %s, %s after %s\n", started.UTC().Format(time.RFC3339), out.Ended, benchrunClock(out.Elapsed))
+	fmt.Fprintf(&md, "- started %s, %s after %s\n", started.UTC().Format(time.RFC3339), out.Ended, out.Elapsed.Round(time.Second))
 	fmt.Fprintf(&md, "- job `%s`: %s\n", out.Job, orWord(out.Finished, "did not finish"))
 	fmt.Fprintf(&md, "- planned: %d × %s, %s\n", pool.Benchmark.Nodes, pool.Instance.Name, pool.Placement.Reason)
 	if len(findings) > 0 {
 		fmt.Fprintf(&md, "- **run with %d verify error(s) on the pool** (`--ignore-verify`): the result may not measure the planned topology\n", len(findings))
 		for _, f := range findings {
-			fmt.Fprintf(&md, "  - %s `%s` [%s]: %s\n", f.Severity, f.Code, strings.Trim(f.Node+" "+f.Object, " "), f.Message)
+			fmt.Fprintf(&md, "  - %s\n", findingLine(f))
 		}
 	}
 	code := exitFail
@@ -256,8 +248,6 @@ func finishedOK(job string) string {
 	}
 	return "Succeeded"
 }
-
-func benchrunClock(d time.Duration) string { return d.Round(time.Second).String() }
 
 func orWord(s, none string) string {
 	if s == "" {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpucluster/gpucluster/components/benchjobs"
-	"github.com/gpucluster/gpucluster/components/healthgate"
+	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/trainer"
@@ -137,8 +137,8 @@ func (c *benchCluster) gpuNodes(t *testing.T, without string) {
 		if err := c.s.CreateKwokNode(kubeapi.KwokNode(name, labels, taints, topology.NodeAllocatable(p))); err != nil {
 			t.Fatal(err)
 		}
-		for _, agent := range verify.AgentNames() {
-			if agent == without || !agentOnPool(agent, p) {
+		for _, agent := range verify.PoolAgents(p) {
+			if agent == without {
 				continue
 			}
 			pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
@@ -150,18 +150,6 @@ func (c *benchCluster) gpuNodes(t *testing.T, without string) {
 			}
 		}
 	}
-}
-
-// agentOnPool: which agents the pool's spec deploys (verify's own list is the truth; these are
-// the stacks' pools here: both device plugins on EFA pools, the health gate everywhere).
-func agentOnPool(agent string, p topology.PoolSpec) bool {
-	switch agent {
-	case healthgate.GateName, "nvidia-device-plugin":
-		return true
-	case "aws-efa-k8s-device-plugin":
-		return p.Network.EFAInterfaces > 0
-	}
-	return false
 }
 
 // left is what of the job is still in the cluster: the job, its pods, Kueue's Workload, and
@@ -232,7 +220,7 @@ func fastPolls(t *testing.T) {
 func TestBenchRunOnP5(t *testing.T) {
 	fastPolls(t)
 	c := startBenchCluster(t, "p5-efa", false, fixture(t, "mpijob-p5-eks-excerpt.txt"))
-	c.gpuNodes(t, "aws-efa-k8s-device-plugin")
+	c.gpuNodes(t, deviceplugin.EFAName)
 	results := t.TempDir()
 	args := []string{"bench", "run", "--stack", "p5-efa", "--kubeconfig", c.kubeconfig, "--results", results}
 	var out, errOut strings.Builder
@@ -247,7 +235,7 @@ func TestBenchRunOnP5(t *testing.T) {
 	for i := range c.pool.Scaling.DesiredNodes {
 		name := fmt.Sprintf("%s-%d", c.pool.Name, i)
 		if err := c.s.Create(map[string]any{"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": "aws-efa-k8s-device-plugin-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": "aws-efa-k8s-device-plugin"}},
+			"metadata": map[string]any{"name": deviceplugin.EFAName + "-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": deviceplugin.EFAName}},
 			"spec":     map[string]any{"nodeName": name, "tolerations": []any{map[string]any{"operator": "Exists"}}, "containers": []any{map[string]any{"name": "agent", "image": "efa"}}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -112,14 +112,7 @@ func writeVerify(w io.Writer, r verify.Report) {
 		fmt.Fprintln(w)
 	}
 	for _, f := range r.Findings {
-		where := []string{f.Pool}
-		if f.Node != "" {
-			where = append(where, "node "+f.Node)
-		}
-		if f.Object != "" {
-			where = append(where, f.Object)
-		}
-		fmt.Fprintf(w, "%s %s [%s]: %s. Fix: %s\n", f.Severity, f.Code, strings.Join(nonEmpty(where), ", "), f.Message, f.Fix)
+		fmt.Fprintln(w, findingLine(f))
 	}
 	fmt.Fprintln(w)
 	switch {
@@ -152,4 +145,17 @@ func verifyCodeMarkdown() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Code, c.Severity, c.Means)
 	}
 	return b.String()
+}
+
+// findingLine is one verify finding as a person reads it: severity and code, where, what
+// differs, and the fix (verify's table, bench run's refusal and RESULT.md).
+func findingLine(f verify.Finding) string {
+	where := []string{f.Pool}
+	if f.Node != "" {
+		where = append(where, "node "+f.Node)
+	}
+	if f.Object != "" {
+		where = append(where, f.Object)
+	}
+	return fmt.Sprintf("%s %s [%s]: %s. Fix: %s", f.Severity, f.Code, strings.Join(nonEmpty(where), ", "), f.Message, f.Fix)
 }

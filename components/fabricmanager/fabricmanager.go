@@ -44,13 +44,6 @@ type FabricManager struct {
 // Name of the DaemonSet.
 const Name = "nvidia-fabricmanager"
 
-// SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written. The
-// fabric-manager DaemonSet updates OnDelete, and the provider's await counts a DaemonSet ready
-// only when every pod runs the new template (provider/pkg/await/daemonset.go, v4.25.0: "OnDelete
-// rollouts will wait until pods have been manually cleaned up unless the skipAwait annotation
-// is present"): without it every change would hold `pulumi up` for ten minutes and fail it.
-const SkipAwait = "pulumi.com/skipAwait"
-
 // New deploys fabric manager on the pools whose spec says a DaemonSet runs it.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*FabricManager, error) {
 	var pools []topology.PoolSpec
@@ -67,7 +60,12 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	fm.Name = pulumi.String("").ToStringOutput()
 	if len(pools) > 0 {
 		ds, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
-			Metadata: withSkipAwait(k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion}))),
+			// k8sargs.SkipAwait: the DaemonSet updates OnDelete, and the provider's await counts it
+			// ready only when every pod runs the new template (provider/pkg/await/daemonset.go,
+			// v4.25.0: "OnDelete rollouts will wait until pods have been manually cleaned up unless
+			// the skipAwait annotation is present"): every change would hold `pulumi up` for ten
+			// minutes and fail it.
+			Metadata: k8sargs.WithSkipAwait(k8sargs.Metadata(Name, k8sargs.Namespace, k8sargs.Merge(args.Labels, map[string]string{"nvidia.com/driver-version": args.DriverVersion}))),
 			Spec: &appsv1.DaemonSetSpecArgs{
 				Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(Name)}},
 				// One node at a time, when its pod is deleted (a node replaced, or an operator in a
@@ -115,9 +113,4 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		fm.Name = ds.Metadata.Name().Elem()
 	}
 	return fm, ctx.RegisterResourceOutputs(fm, pulumi.Map{"name": fm.Name})
-}
-
-func withSkipAwait(md *metav1.ObjectMetaArgs) *metav1.ObjectMetaArgs {
-	md.Annotations = pulumi.StringMap{SkipAwait: pulumi.String("true")}
-	return md
 }

@@ -52,12 +52,6 @@ const GateImage = "public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4"
 // host path to borrow; and it is the image the pool's jobs pull anyway.
 const EFACheckImage = topology.DefaultTrainingImage
 
-// SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written. A gate's pod
-// is Ready only once its checks are done, and a node that fails them keeps its pod waiting
-// there: the cluster's `pulumi up` must not wait on, or fail over, a node's health, which
-// `gpucluster verify` reports.
-const SkipAwait = "pulumi.com/skipAwait"
-
 // RetrySeconds is how often the checks ask again while CUDA or the fabric is not up yet.
 const RetrySeconds = 10
 
@@ -165,7 +159,10 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 		})
 	}
 	return &appsv1.DaemonSetArgs{
-		Metadata: withSkipAwait(k8sargs.Metadata(DaemonSetName(p.Name), k8sargs.Namespace, labels)),
+		// k8sargs.SkipAwait: a gate's pod is Ready only once its checks are done, and a node that
+		// fails them keeps it there: `pulumi up` must not wait on, or fail over, a node's health,
+		// which `gpucluster verify` reports.
+		Metadata: k8sargs.WithSkipAwait(k8sargs.Metadata(DaemonSetName(p.Name), k8sargs.Namespace, labels)),
 		Spec: &appsv1.DaemonSetSpecArgs{
 			Selector:       &metav1.LabelSelectorArgs{MatchLabels: podLabels(p)},
 			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")}, // a restart only checks again
@@ -200,9 +197,4 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 // podLabels select a pool's gate pods: every gate's name, and the pool.
 func podLabels(p topology.PoolSpec) pulumi.StringMap {
 	return pulumi.StringMap{"app.kubernetes.io/name": pulumi.String(GateName), topology.LabelPool: pulumi.String(p.Name)}
-}
-
-func withSkipAwait(md *metav1.ObjectMetaArgs) *metav1.ObjectMetaArgs {
-	md.Annotations = pulumi.StringMap{SkipAwait: pulumi.String("true")}
-	return md
 }

@@ -94,3 +94,14 @@ func Metadata(name, namespace string, labels map[string]string) *metav1.ObjectMe
 func HostPath(name, path string) corev1.VolumeArgs {
 	return corev1.VolumeArgs{Name: pulumi.String(name), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(path)}}
 }
+
+// SkipAwait is pulumi-kubernetes' annotation that a resource is ready once written: its await
+// otherwise holds `pulumi up` until a DaemonSet's every pod runs the new template and is Ready
+// (provider/pkg/await/daemonset.go, v4.25.0). Each user says why it must not wait.
+const SkipAwait = "pulumi.com/skipAwait"
+
+// WithSkipAwait annotates an object with SkipAwait.
+func WithSkipAwait(md *metav1.ObjectMetaArgs) *metav1.ObjectMetaArgs {
+	md.Annotations = pulumi.StringMap{SkipAwait: pulumi.String("true")}
+	return md
+}

@@ -36,6 +36,15 @@ func agents(p topology.PoolSpec) []agent {
 	return out
 }
 
+// PoolAgents are the names of the node agents every node of the pool must run a Ready pod of.
+func PoolAgents(p topology.PoolSpec) []string {
+	var out []string
+	for _, a := range agents(p) {
+		out = append(out, a.name)
+	}
+	return out
+}
+
 // AgentNames are every node agent verify looks for.
 func AgentNames() []string {
 	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName}

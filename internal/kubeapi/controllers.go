@@ -78,11 +78,12 @@ type RunImage struct {
 // pod whose every image is one of images runs for real, in a network namespace and root
 // directory of its own, with its own command, volumes and service account; every other pod bound
 // to a node is reported started, its containers running and ready, with a pod IP, and nothing
-// runs. What waits on readiness (the kubernetes provider's awaits, the API server's calls to a
+// runs. The pods of kwok's nodes (KwokNode) it leaves to kwok (StartKwok). What waits on readiness (the kubernetes provider's awaits, the API server's calls to a
 // webhook) goes on as on EKS. Running pods needs root (network namespaces, chroot). Start it
 // before StartAppControllers: it finishes pod deletions once their containers stop.
 func (s *Server) StartKubeletStandIn(images ...RunImage) error {
-	args := []string{"kubelet-stand-in"}
+	// kwok's nodes are kwok's (StartKwok): the stand-in leaves their pods alone.
+	args := []string{"kubelet-stand-in", "--leave-nodes-with-annotation=" + KwokNodeAnnotation + "=" + kwokNodeValue}
 	if len(images) > 0 {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("the kubelet stand-in runs the operators' pods in network namespaces of their own, which needs root: run the tests as root (the CI machine does)")

@@ -45,7 +45,8 @@ var kwokCRDs = []string{"Logs", "ClusterLogs"}
 // (kube-apiserver reaches a node's kubelet at its address and daemon endpoint port, which kwok
 // gives its nodes; without --kubelet-certificate-authority it does not check kwok's
 // self-signed certificate). It installs kwok's Logs and ClusterLogs CRDs from its module first.
-// Start no kubelet stand-in beside it: both would answer for the same pods.
+// Beside the kubelet stand-in (StartKubeletStandIn), each plays its own nodes: the stand-in
+// leaves the pods of kwok's nodes to kwok.
 func (s *Server) StartKwok() error { return s.StartKwokWith(KwokOptions{}) }
 
 // KwokOptions change kwok's default lifecycle.
@@ -58,9 +59,6 @@ type KwokOptions struct {
 
 // StartKwokWith is StartKwok with options.
 func (s *Server) StartKwokWith(o KwokOptions) error {
-	if s.kubeletStandIn {
-		return fmt.Errorf("kwok and the kubelet stand-in would both play the kubelet of every pod: start one")
-	}
 	bin, err := binary(KwokBuild)
 	if err != nil {
 		return err

@@ -67,3 +67,50 @@ func TestKwokRunsAJobsPodAndServesItsLog(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestKubeletStandInLeavesKwokNodesToKwok: with the kubelet stand-in and kwok side by side (the
+// real-engine tier runs the operators' pods with one and the benchmark's with the other), each
+// plays only its own nodes. A pod bound to a kwok node before kwok runs stays Pending while the
+// stand-in starts the pod bound after it to its own node (its queue is first in, first out);
+// once kwok runs, kwok starts the first, and a pod deleted on kwok's node goes (kwok's
+// deletion stage).
+func TestKubeletStandInLeavesKwokNodesToKwok(t *testing.T) {
+	s := StartForTest(t)
+	must(t, s.StartKubeletStandIn())
+	must(t, s.Create(map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": "default"}}))
+	must(t, s.CreateReadyNode(Node("system-0", map[string]string{"gpucluster.io/pool": "system"}, nil, SystemNodeAllocatable)))
+	must(t, s.Create(KwokNode("gpu-0", map[string]string{"gpucluster.io/pool": "gpu"}, nil, map[string]string{"cpu": "8", "memory": "32Gi", "pods": "110"})))
+	pod := func(name, node string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": "default"},
+			"spec": map[string]any{"nodeName": node, "tolerations": []any{map[string]any{"operator": "Exists"}},
+				"containers": []any{map[string]any{"name": "main", "image": name}}}}
+	}
+	must(t, s.Create(pod("on-kwok", "gpu-0")))
+	must(t, s.Create(pod("on-stand-in", "system-0")))
+	ready := func(name string) (found, isReady bool) {
+		pods, err := s.Pods("default", "")
+		must(t, err)
+		for _, p := range pods {
+			if p.Name == name {
+				return true, p.Ready
+			}
+		}
+		return false, false
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not in 30 s\n%s\n%s", what, s.PodLogs(), s.logTail("kwok"))
+			}
+		}
+	}
+	waitFor("the stand-in starts the pod on its node", func() bool { _, r := ready("on-stand-in"); return r })
+	if _, r := ready("on-kwok"); r {
+		t.Fatal("the stand-in started the pod on kwok's node")
+	}
+	must(t, s.StartKwok())
+	waitFor("kwok starts the pod on its node", func() bool { _, r := ready("on-kwok"); return r })
+	must(t, s.Delete(pod("on-kwok", "gpu-0")))
+	waitFor("kwok finishes the deletion on its node", func() bool { found, _ := ready("on-kwok"); return !found })
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,10 +30,12 @@ import (
 // AWS). It lets what waits on readiness in a cluster (the kubernetes provider's Deployment and
 // DaemonSet awaits, the endpoints controllers, a Service's await on its endpoints) go on as it
 // would on EKS. A pod marked for deletion is stopped and then deleted for good (grace period 0),
-// as the kubelet's last step of a deletion.
+// as the kubelet's last step of a deletion. Pods bound to a node another kubelet plays
+// (--leave-nodes-with-annotation: kwok's nodes) are that one's, and the stand-in leaves them alone;
+// the pods of a node that no longer exists stay the stand-in's, whose deletions it finishes.
 func newKubeletStandInCommand() *cobra.Command {
 	var runFlags []string
-	var apiHost, apiPort, stateDir string
+	var apiHost, apiPort, stateDir, leave string
 	cmd := controllerCommand("kubelet-stand-in", func(ctx context.Context, _ *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) error {
 		images, err := parseRunFlag(runFlags)
 		if err != nil {
@@ -40,6 +43,10 @@ func newKubeletStandInCommand() *cobra.Command {
 		}
 		if len(images) > 0 && (apiHost == "" || apiPort == "" || stateDir == "") {
 			return fmt.Errorf("--run needs --api-server-host, --api-server-port and --state-dir")
+		}
+		leaveKey, leaveValue, leaveSome := strings.Cut(leave, "=")
+		if leave != "" && (!leaveSome || leaveKey == "") {
+			return fmt.Errorf("--leave-nodes-with-annotation %q: want key=value", leave)
 		}
 		r := &runner{client: client, images: images, apiHost: apiHost, apiPort: apiPort, dir: stateDir, pods: map[types.UID]*podRun{}}
 		defer r.stopAll()
@@ -82,6 +89,9 @@ func newKubeletStandInCommand() *cobra.Command {
 				if err != nil || pod.Spec.NodeName == "" {
 					return nil // gone, or not a node's yet
 				}
+				if node, err := nodes.Lister().Get(pod.Spec.NodeName); err == nil && leaveSome && node.Annotations[leaveKey] == leaveValue {
+					return nil // another kubelet's node
+				}
 				if pod.DeletionTimestamp != nil {
 					go finishDeletion(ctx, client, r, pod)
 					return nil
@@ -114,6 +124,7 @@ func newKubeletStandInCommand() *cobra.Command {
 	cmd.Flags().StringVar(&apiHost, "api-server-host", "", "the API server's address as the pods reach it (KUBERNETES_SERVICE_HOST): the host end of every pod's veth pair, the pods' gateway")
 	cmd.Flags().StringVar(&apiPort, "api-server-port", "", "the API server's port (KUBERNETES_SERVICE_PORT)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where the pods' root directories and logs are")
+	cmd.Flags().StringVar(&leave, "leave-nodes-with-annotation", "", "key=value: the pods of nodes so annotated are another kubelet's (kwok's)")
 	return cmd
 }
 

@@ -54,10 +54,7 @@ func startBenchClusterFrom(t *testing.T, file string, withNodes bool, logs map[s
 			t.Fatal(err)
 		}
 	}
-	// The launcher runs 10 s, as mpirun's sweep would: meanwhile Kueue places the workers and kwok
-	// runs them. (Under Kueue the MPI operator v0.8.2 starts the launcher as it starts the
-	// workers, whatever its launcherCreationPolicy: kubeflow/mpi-operator#615.)
-	kwok := func() error { return s.StartKwokWith(kubeapi.KwokOptions{JobPodsRunFor: 10 * time.Second}) }
+	kwok := func() error { return s.StartKwokWith(kubeapi.MPIJobKwokOptions) }
 	for _, start := range []func() error{s.StartScheduler, s.StartJobController, s.StartGarbageCollector, kwok} {
 		must(start())
 	}
@@ -94,17 +91,9 @@ func startBenchClusterFrom(t *testing.T, file string, withNodes bool, logs map[s
 		must(s.Create(obj))
 	}
 	// Each container's log: the launcher's (or rank 0's) is the run's output, the workers' sshd's.
-	dir := t.TempDir()
 	logs = maps.Clone(logs)
-	logs["worker"] = kubeapi.CRILogLines("Server listening on 0.0.0.0 port 2222.\nServer listening on :: port 2222.\n", time.Now())
-	var entries []any
-	for _, container := range slices.Sorted(maps.Keys(logs)) {
-		f := filepath.Join(dir, container+".log")
-		must(os.WriteFile(f, []byte(logs[container]), 0o644))
-		entries = append(entries, map[string]any{"containers": []any{container}, "logsFile": f})
-	}
-	must(s.Create(map[string]any{"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": map[string]any{"name": "bench"},
-		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{ns}}, "logs": entries}}))
+	logs["worker"] = kubeapi.CRILogLines(kubeapi.MPIWorkerLog, time.Now())
+	must(s.ServeLogs("bench", ns, logs))
 	c := &benchCluster{s: s, spec: spec, pool: spec.Pools[0]}
 	c.kubeconfig, err = s.AdminKubeconfig()
 	must(err)
@@ -436,72 +425,4 @@ func TestBenchRunTrain(t *testing.T) {
 	}
 	t.Logf("bench run's output:\n%s\nRESULT.md:\n%s", progress, md)
 	c.waitGoneKinds(t, map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "TrainJob"}, map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"})
-}
-
-// TestReadmeBenchmarkWalkthrough runs the README's benchmark walkthrough as written, line by
-// line, against the harness: its gpucluster commands run as a reader types them (plan, verify
-// --wait, bench run), from a copy of the project, with the kubeconfig.json its `pulumi stack
-// output` line writes. `pulumi up` is the real-engine tier's (which runs the README's verify
-// lines on the cluster it builds); here a cluster built to g6e-efa's plan in the harness stands
-// in for what it leaves, and the kubeconfig.json is the harness's. verify must pass, and bench
-// run must go from its MPIJob to RESULT.md under the project's results/.
-func TestReadmeBenchmarkWalkthrough(t *testing.T) {
-	fastPolls(t)
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block string
-	for _, m := range fence.FindAllStringSubmatch(string(readme), -1) {
-		if strings.TrimSpace(m[1]) == "sh cluster" && strings.Contains(m[2], "gpucluster bench run") {
-			block = m[2]
-		}
-	}
-	if block == "" {
-		t.Fatal("the README has no sh cluster block with gpucluster bench run")
-	}
-	c := startBenchCluster(t, "g6e-efa", true, g6eLauncherLog(t))
-	repo, _ := filepath.Abs("../..")
-	root := copyProject(t)
-	linkRest(t, repo, root)
-	ran := map[string]int{}
-	for _, line := range strings.Split(block, "\n") {
-		command, _, _ := strings.Cut(line, " #")
-		words := strings.Fields(command)
-		switch {
-		case len(words) == 0:
-		case words[0] == "pulumi" && slices.Contains(words, "kubeconfig") && words[len(words)-2] == ">":
-			// The stack's kubeconfig output: the harness cluster's, where the line writes it.
-			b, err := os.ReadFile(c.kubeconfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(root, words[len(words)-1]), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		case words[0] == "pulumi": // up and destroy: the real-engine tier's
-		case words[0] == "gpucluster":
-			code, stdout, stderr := runCLI(words[1:]...)
-			ran[words[1]] = code
-			switch words[1] {
-			case "bench":
-				if code != exitNoVerdict || !strings.Contains(stdout, "finished: mpijob Succeeded") {
-					t.Errorf("%q: exit %d (want %d: no figure is published for g6e)\n%s%s", command, code, exitNoVerdict, stdout, stderr)
-				}
-			default:
-				if code != exitOK {
-					t.Errorf("%q: exit %d\n%s%s", command, code, stdout, stderr)
-				}
-			}
-		default:
-			t.Errorf("%q: not a command the walkthrough may show", line)
-		}
-	}
-	if _, ok := ran["verify"]; !ok || len(ran) < 3 {
-		t.Errorf("the walkthrough ran %v: want plan, verify and bench run", ran)
-	}
-	if results, _ := filepath.Glob(filepath.Join(root, "results", "g6e-efa", "*", resultMarkdown)); len(results) != 1 {
-		t.Errorf("the project's results: %v", results)
-	}
-	c.waitGone(t)
 }

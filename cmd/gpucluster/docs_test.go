@@ -13,12 +13,9 @@ import (
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/trainer"
+	"github.com/gpucluster/gpucluster/internal/docblocks"
 	"github.com/gpucluster/gpucluster/internal/preflight"
 )
-
-// fence is one fenced block of a document: its info string ("sh", "sh cluster", "yaml", "") and
-// its text.
-var fence = regexp.MustCompile("(?ms)^```([^\n]*)\n(.*?)^```$")
 
 // exitNote is the exit code a command's trailing comment states ("# exit 1").
 var exitNote = regexp.MustCompile(`#\s*exit (\d+)\b`)
@@ -29,8 +26,9 @@ var exitNote = regexp.MustCompile(`#\s*exit (\d+)\b`)
 // directory. In the documents' order:
 //   - a yaml block whose first line is "# <path>" is a file the reader creates: it is written;
 //   - a sh block's gpucluster commands (gpucluster, bin/gpucluster, go run ./cmd/gpucluster) run
-//     and exit as their "# exit N" says (0 otherwise); in a "sh cluster" block their input comes
-//     from a cluster, so they must only be accepted (no usage error). go commands name packages
+//     and exit as their "# exit N" says (0 otherwise); in a "sh cluster" or "sh walkthrough"
+//     block their input comes from a cluster, so they must only be accepted (no usage error):
+//     the real-engine tier runs the walkthroughs as written (docblocks.Walkthrough). go commands name packages
 //     that exist, make commands targets the Makefile has; pulumi, kubectl, aws and jq, which need
 //     an account, are only recognised;
 //   - a block's "$ gpucluster …" lines run, and the lines after each are its real output (all of
@@ -58,8 +56,8 @@ func TestEveryDocumentedCommandRuns(t *testing.T) {
 			root := copyProject(t)
 			linkRest(t, repo, root)
 			ran := 0
-			for _, m := range fence.FindAllStringSubmatch(string(b), -1) {
-				info, text := strings.TrimSpace(m[1]), m[2]
+			for _, block := range docblocks.Read(string(b)) {
+				info, text := block.Info, block.Text
 				switch {
 				case info == "yaml" && strings.HasPrefix(text, "# "):
 					path, _, _ := strings.Cut(strings.TrimPrefix(text, "# "), "\n")
@@ -67,9 +65,9 @@ func TestEveryDocumentedCommandRuns(t *testing.T) {
 					if err := os.WriteFile(filepath.Join(root, path), []byte(text), 0o644); err != nil {
 						t.Fatal(err)
 					}
-				case info == "sh" || info == "sh cluster":
+				case info == "sh" || info == docblocks.Cluster || info == docblocks.Walkthrough:
 					for _, line := range strings.Split(text, "\n") {
-						ran += runDocLine(t, root, line, info == "sh cluster")
+						ran += runDocLine(t, root, line, info != "sh")
 					}
 				default:
 					ran += runShownOutputs(t, root, text)

@@ -3,8 +3,10 @@ package kubeapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,4 +184,36 @@ func CRILogLines(text string, at time.Time) string {
 		fmt.Fprintf(&b, "%s stdout F %s\n", at.UTC().Format(time.RFC3339Nano), line)
 	}
 	return b.String()
+}
+
+// MPIJobKwokOptions is kwok's lifecycle for an MPIJob's pods: the launcher (a Job's pod) runs
+// 10 s, as mpirun's sweep would, and meanwhile Kueue places the workers and kwok runs them.
+// Under Kueue the MPI operator v0.8.2 starts the launcher as it starts the workers, whatever its
+// launcherCreationPolicy (kubeflow/mpi-operator#615): a launcher completed at once would finish
+// the job before its workers exist.
+var MPIJobKwokOptions = KwokOptions{JobPodsRunFor: 10 * time.Second}
+
+// MPIWorkerLog is what an MPIJob worker's container prints while the launcher's mpirun uses it:
+// its sshd listening, on port 2222 as the MPI operator's base images configure it (a log of our
+// own, in that shape).
+const MPIWorkerLog = "Server listening on 0.0.0.0 port 2222.\nServer listening on :: port 2222.\n"
+
+// ServeLogs makes kwok serve, for every pod of namespace, each named container's log (text in
+// the CRI format, CRILogLines): files in the server's directory, and one ClusterLogs object
+// (name) naming them.
+func (s *Server) ServeLogs(name, namespace string, logs map[string]string) error {
+	dir, err := os.MkdirTemp(s.dir, "logs-")
+	if err != nil {
+		return err
+	}
+	var entries []any
+	for _, container := range slices.Sorted(maps.Keys(logs)) {
+		f := filepath.Join(dir, container+".log")
+		if err := os.WriteFile(f, []byte(logs[container]), 0o644); err != nil {
+			return err
+		}
+		entries = append(entries, map[string]any{"containers": []any{container}, "logsFile": f})
+	}
+	return s.Create(map[string]any{"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{namespace}}, "logs": entries}})
 }

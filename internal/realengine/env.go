@@ -210,7 +210,8 @@ func (e *Env) CLI(ctx context.Context, args ...string) (string, error) {
 }
 
 // Run runs a command at the workspace root with the workspace's environment (PATH first finds
-// the tools), as a user would at the project root; stdin may be nil.
+// the tools), as a user would at the project root; stdin may be nil. A command that ran and
+// failed gives an error wrapping its *exec.ExitError.
 func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error) {
 	path := name
 	if _, err := os.Stat(filepath.Join(e.Tools.Bin, name)); err == nil {
@@ -227,7 +228,7 @@ func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...str
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return string(out), nil
 }

@@ -93,3 +93,29 @@ func TestEveryStackHasAChange(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryWalkthroughRuns: the documents have a walkthrough (the README's benchmark way, from
+// `pulumi up` to `bench run` and `pulumi destroy`), and the tier runs each: its stack is one
+// whose live cluster the tier checks (enginetest.VerifiedStacks), in a group that runs the
+// stack's lifecycle, with a launcher log for its benchmark.
+func TestEveryWalkthroughRuns(t *testing.T) {
+	ws, err := enginetest.Walkthroughs(enginetest.ProjectDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) == 0 {
+		t.Fatal("no walkthrough block in README.md or docs/: the README's benchmark way must be one")
+	}
+	for _, w := range ws {
+		lifecycle := false
+		for _, entries := range enginetest.StackGroups {
+			lifecycle = lifecycle || slices.Contains(entries, w.Stack) || slices.Contains(entries, w.Stack+"/"+enginetest.PartLifecycle)
+		}
+		if !lifecycle || !slices.Contains(enginetest.VerifiedStacks, w.Stack) {
+			t.Errorf("%s walks through stack %s, which the tier does not run with its live cluster: add it to enginetest.VerifiedStacks and a group's lifecycle", w.Doc, w.Stack)
+		}
+		if _, ok := enginetest.WalkthroughLaunchers[w.Stack]; !ok {
+			t.Errorf("%s walks through stack %s, which has no launcher log in enginetest.WalkthroughLaunchers", w.Doc, w.Stack)
+		}
+	}
+}

@@ -79,18 +79,24 @@ func StartCluster(t *testing.T, spec topology.StackSpec) *kubeapi.Server {
 	}
 	// The system node group's instances, spread over the VPC's zones as its Auto Scaling group
 	// spreads them, labelled by EKS with their zone and instance type.
-	zones := spec.VPC.AvailabilityZones
 	for i := range spec.Cluster.SystemNodes.Count {
 		name := fmt.Sprintf("%s-system-%d", spec.Stack, i)
-		labels := map[string]string{topology.LabelPool: topology.SystemPool, "node.kubernetes.io/instance-type": spec.Cluster.SystemNodes.InstanceType}
-		if len(zones) > 0 {
-			labels["topology.kubernetes.io/zone"] = zones[i%len(zones)]
-		}
-		if err := s.CreateReadyNode(kubeapi.Node(name, labels, nil, kubeapi.SystemNodeAllocatable)); err != nil {
+		if err := s.CreateReadyNode(kubeapi.Node(name, systemNodeLabels(spec, i), nil, kubeapi.SystemNodeAllocatable)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return s
+}
+
+// systemNodeLabels are the labels of the system node group's i-th instance: its pool, and its
+// zone and instance type as EKS labels them (the Auto Scaling group spreads the instances over
+// the VPC's zones).
+func systemNodeLabels(spec topology.StackSpec, i int) map[string]string {
+	labels := map[string]string{topology.LabelPool: topology.SystemPool, topology.LabelInstanceType: spec.Cluster.SystemNodes.InstanceType}
+	if zones := spec.VPC.AvailabilityZones; len(zones) > 0 {
+		labels[topology.LabelZone] = zones[i%len(zones)]
+	}
+	return labels
 }
 
 // Deployment is one stack's workspace under the real engine.
@@ -107,6 +113,8 @@ type Deployment struct {
 	clock atomic.Int64
 	// live is the aws double's record of changes made outside Pulumi (awsdouble.EnvLive).
 	live string
+	// jobController: Kubernetes' Job controller runs (startJobController).
+	jobController bool
 }
 
 // now is the time the program runs at.

@@ -82,8 +82,8 @@ func RunStackGroup(t *testing.T, group string) {
 			d.checkChartNames(ctx)
 			d.checkComputeDomains(ctx)
 			if part != PartExpiry {
-				d.checkVerify(ctx)
-				steps.done("verify")
+				d.checkLiveCluster(ctx)
+				steps.done("live cluster")
 				d.checkNoChanges(ctx)
 				steps.done("second up")
 				d.checkOutputs(ctx)

@@ -47,7 +47,8 @@ func effectOfEKS(eks string) string {
 // one EFA device per EFA interface of the launch template. The well-known labels are the
 // kubelet's and the AWS cloud controller manager's (instance type, zone, the network-node
 // layers EC2 reports for the type). Stand-ins: the registration itself (no instance, no
-// kubelet); the agents' pods run on paper (the kubelet stand-in).
+// kubelet); kwok plays each node's kubelet (KwokNode): the agents' pods run on paper, a Job's
+// pods complete, and logs are served from files.
 func (d *Deployment) joinNodes() []joinedNode {
 	calls := d.Calls()
 	zoneOf := map[string]string{}
@@ -112,49 +113,62 @@ func (d *Deployment) joinNodes() []joinedNode {
 			for layer := 1; layer <= it.NetworkNodeLayers; layer++ {
 				l[fmt.Sprintf("%s%d", topology.LabelNetworkNodeLayerPrefix, layer)] = fmt.Sprintf("nn-%d-%s", layer, pool)
 			}
-			alloc := map[string]string{"cpu": fmt.Sprintf("%d", it.VCPUs-2), "memory": fmt.Sprintf("%dGi", it.MemoryGiB*9/10), "pods": "110",
-				topology.ResourceGPU: fmt.Sprint(it.GPUCount)}
+			// CPU, memory and pods as the EKS image's kubelet reserves them for the type (the
+			// topology core's model of its formula), the type's GPUs, and an EFA device per EFA
+			// interface the launch template attaches.
+			alloc := topology.NodeAllocatable(topology.PoolSpec{Instance: it})
 			if efa > 0 {
 				alloc[topology.ResourceEFA] = fmt.Sprint(efa)
 			}
-			nodes = append(nodes, joinedNode{name: name, pool: pool, obj: kubeapi.Node(name, l, taints, alloc)})
+			nodes = append(nodes, joinedNode{name: name, pool: pool, obj: kubeapi.KwokNode(name, l, taints, alloc)})
 		}
 	}
 	return nodes
 }
 
-// checkVerify: `gpucluster verify` on the live cluster. The stack's GPU nodes join (joinNodes);
-// the DaemonSet controller gives each the agents' pods from the DaemonSets `pulumi up` created,
-// and Kueue, running, marks the ClusterQueues `pulumi up` created Active. Before the health gate
-// lifts the startup taint, verify names it on every GPU node and nothing else; once it is lifted
-// (here by the test, as the gate does: its script is tested against the API server in
-// infra/program), verify passes. Then each deliberate fault is named on its node: a node
-// advertising no EFA device, a wrong instance type, a node whose EFA label was removed, so that
-// the DaemonSet controller takes its EFA device plugin pod away, and a node that failed its
-// health gate, as the gate leaves it (its taint kept, the failed check's label).
-func (d *Deployment) checkVerify(ctx context.Context) {
+// checkLiveCluster: the cluster `pulumi up` built, with its GPU nodes. kwok, beside the kubelet
+// stand-in that runs the operators' pods, plays the kubelet of the stack's GPU nodes, which join
+// (joinNodes); then verify (checkVerify) and the documents' walkthroughs of the stack
+// (checkWalkthroughs) run on it, and the nodes go again before the tier's next steps.
+func (d *Deployment) checkLiveCluster(ctx context.Context) {
 	if !slices.Contains(VerifiedStacks, d.name) {
 		return
 	}
-	kubeconfig, err := d.server.AdminKubeconfig()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	kubectl := verify.Kubectl{Kubeconfig: kubeconfig}
+	d.must(d.server.StartKwokWith(kubeapi.MPIJobKwokOptions))
 	nodes := d.joinNodes()
 	if len(nodes) == 0 {
 		d.t.Fatalf("%s: no GPU node group in the aws double's record", d.name)
 	}
-	for _, n := range nodes {
-		if err := d.server.CreateReadyNode(n.obj); err != nil {
-			d.t.Fatal(err)
-		}
+	for i, n := range nodes {
+		d.must(d.server.CreateKwokNode(n.obj))
+		joined, err := d.server.Get(n.obj)
+		d.must(err)
+		nodes[i].obj = joined // as kwok initialized it: what a fault is mended back to
 	}
 	defer func() {
 		for _, n := range nodes {
 			d.server.Delete(n.obj)
 		}
 	}()
+	d.checkVerify(ctx, nodes)
+	d.checkWalkthroughs(ctx)
+}
+
+// checkVerify: `gpucluster verify` on the live cluster, its GPU nodes joined; the DaemonSet
+// controller gives each the agents' pods from the DaemonSets `pulumi up` created, and Kueue,
+// running, marks the ClusterQueues `pulumi up` created Active. Before the health gate
+// lifts the startup taint, verify names it on every GPU node and nothing else; once it is lifted
+// (here by the test, as the gate does: its script is tested against the API server in
+// infra/program), verify passes. Then each deliberate fault is named on its node: a node
+// advertising no EFA device, a wrong instance type, a node whose EFA label was removed, so that
+// the DaemonSet controller takes its EFA device plugin pod away, and a node that failed its
+// health gate, as the gate leaves it (its taint kept, the failed check's label).
+func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
+	kubeconfig, err := d.server.AdminKubeconfig()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	kubectl := verify.Kubectl{Kubeconfig: kubeconfig}
 	spec := d.spec.AtTime(d.now())
 	// The startup taint, before its gate lifts it.
 	var wantTaints []string

@@ -121,7 +121,7 @@ func (d *Deployment) runWalkthrough(ctx context.Context, w Walkthrough) {
 				d.t.Fatalf("%s: %q: %v", where, line, err)
 			}
 			d.must(os.WriteFile(filepath.Join(d.Env.Work, words[n-1]), []byte(out), 0o600))
-		case words[0] == "gpucluster":
+		case words[0] == "gpucluster" && n > 1:
 			out, err := d.Env.Run(ctx, nil, "gpucluster", words[1:]...)
 			code := exitCode(err)
 			ran[words[1]] = true

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -93,4 +94,29 @@ func NodeAllocatable(p PoolSpec) map[string]string {
 		a[ResourceEFA] = fmt.Sprint(p.Network.EFAInterfaces)
 	}
 	return a
+}
+
+// TrainingPodsUnfit says why a node that reports this allocatable cannot hold the pool's
+// training pods (PodsPerNode of TrainingPod's CPU and memory each), or "" when it can. The
+// pods' requests assume NodeAllocatable: a node that keeps more back (a custom image's kubelet
+// reservations, huge pages) never runs a job of the pool, which stays Pending, or queued for
+// good under Kueue's topology-aware placement, with no error anywhere. A resource the node does
+// not report is not judged.
+func TrainingPodsUnfit(p PoolSpec, allocatable map[string]string) string {
+	var short []string
+	for _, r := range []struct{ name, each string }{{"cpu", p.TrainingPod.CPU}, {"memory", p.TrainingPod.Memory}} {
+		have, err := resource.ParseQuantity(allocatable[r.name])
+		if err != nil {
+			continue
+		}
+		need, err := resource.ParseQuantity(r.each)
+		if err != nil {
+			continue
+		}
+		need.Mul(int64(p.TrainingPod.PodsPerNode))
+		if have.Cmp(need) < 0 {
+			short = append(short, fmt.Sprintf("allocatable %s is %s, less than the %s its %d training pod(s) request", r.name, allocatable[r.name], need.String(), p.TrainingPod.PodsPerNode))
+		}
+	}
+	return strings.Join(short, "; ")
 }

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,5 +49,41 @@ func TestTrainingPodsFitTheirNode(t *testing.T) {
 				t.Errorf("%s × %d pods: %s cpu, %s memory", it.Name, pods, cpu.String(), memory.String())
 			}
 		}
+	}
+}
+
+// A node that reports NodeAllocatable holds its pool's training pods, on every pool of every
+// stack; one that keeps back a MiB of memory or a millicore more than its pods need does not,
+// and the reason names the resource.
+func TestTrainingPodsUnfit(t *testing.T) {
+	files, _ := filepath.Glob("../../stacks/Pulumi.*.yaml")
+	for _, f := range files {
+		spec, err := LoadStack(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range spec.Pools {
+			if why := TrainingPodsUnfit(p, NodeAllocatable(p)); why != "" {
+				t.Errorf("%s pool %s: a node as planned: %s", spec.Stack, p.Name, why)
+			}
+			for _, r := range []struct{ name, each string }{{"cpu", p.TrainingPod.CPU}, {"memory", p.TrainingPod.Memory}} {
+				need := resource.MustParse(r.each)
+				need.Mul(int64(p.TrainingPod.PodsPerNode))
+				short := need.DeepCopy()
+				short.Sub(resource.MustParse(map[string]string{"cpu": "1m", "memory": "1Mi"}[r.name]))
+				alloc := NodeAllocatable(p)
+				alloc[r.name] = short.String()
+				if why := TrainingPodsUnfit(p, alloc); !strings.Contains(why, "allocatable "+r.name+" is "+short.String()) {
+					t.Errorf("%s pool %s: %s %s, just short of %s: %q", spec.Stack, p.Name, r.name, short.String(), need.String(), why)
+				}
+				alloc[r.name] = need.String()
+				if why := TrainingPodsUnfit(p, alloc); why != "" {
+					t.Errorf("%s pool %s: %s exactly what the pods request: %q", spec.Stack, p.Name, r.name, why)
+				}
+			}
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("no stack files")
 	}
 }

@@ -169,6 +169,11 @@ func (ch *checker) node(p topology.PoolSpec, n Node) {
 					k8sargs.Namespace, ch.agentPodName(agentOf(p, topology.ResourceEFA), name), ch.spec.Stack))
 		}
 	}
+	if why := topology.TrainingPodsUnfit(p, alloc); why != "" {
+		add(CodeTrainingPodsUnfit, why+": no job of the pool starts on this node",
+			fmt.Sprintf("the plan sizes the pods to what a %s offers after the reservations of EKS's node image (gpucluster plan --stack %s: trainingPod); this node keeps more back: kubectl describe node %s (Capacity, Allocatable). A custom image's or launch template's kubelet settings (kubeReserved, systemReserved, evictionHard) or huge pages take it: set them back, or report the node's figures to gpucluster",
+				p.Instance.Name, ch.spec.Stack, name))
+	}
 	for _, a := range agents(p) {
 		ch.agentOn(p, a, name)
 	}

@@ -46,10 +46,7 @@ func builtToSpec(spec topology.StackSpec) *Cluster {
 			for _, t := range p.Taints {
 				node.Spec.Taints = append(node.Spec.Taints, Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 			}
-			node.Status.Allocatable = map[string]string{topology.ResourceGPU: fmt.Sprint(p.Instance.GPUCount), "cpu": "188", "memory": "2000Gi"}
-			if p.Network.EFAInterfaces > 0 {
-				node.Status.Allocatable[topology.ResourceEFA] = fmt.Sprint(p.Network.EFAInterfaces)
-			}
+			node.Status.Allocatable = topology.NodeAllocatable(p)
 			node.Status.Conditions = ready
 			c.Nodes = append(c.Nodes, node)
 			for _, a := range agents(p) {
@@ -125,6 +122,8 @@ func TestEachFaultIsNamed(t *testing.T) {
 	}{
 		{"a node with 0 EFA allocatable", "p5-efa", func(c *Cluster) { nodeOf(c, "gpu").Status.Allocatable[topology.ResourceEFA] = "0" }, []string{CodeEFAAllocatable}, true},
 		{"no EFA resource at all", "g6e-efa", func(c *Cluster) { delete(nodeOf(c, "gpu").Status.Allocatable, topology.ResourceEFA) }, []string{CodeEFAAllocatable}, true},
+		{"less memory than the training pods request", "g6e-efa", func(c *Cluster) { nodeOf(c, "gpu").Status.Allocatable["memory"] = "345Gi" }, []string{CodeTrainingPodsUnfit}, true},
+		{"less CPU than the training pods request", "p4d-pod-per-gpu", func(c *Cluster) { nodeOf(c, "gpu").Status.Allocatable["cpu"] = "90" }, []string{CodeTrainingPodsUnfit}, true},
 		{"a GPU lost", "p4d-efa", func(c *Cluster) { nodeOf(c, "gpu").Status.Allocatable[topology.ResourceGPU] = "7" }, []string{CodeGPUAllocatable}, true},
 		{"a missing device-plugin pod", "p5-efa", func(c *Cluster) {
 			c.Pods = slices.DeleteFunc(c.Pods, func(p Pod) bool {

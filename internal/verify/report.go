@@ -48,6 +48,7 @@ const (
 	CodeHealthFailed       = "health-check-failed"
 	CodeGPUAllocatable     = "gpu-allocatable"
 	CodeEFAAllocatable     = "efa-allocatable"
+	CodeTrainingPodsUnfit  = "training-pods-unfit"
 	CodeAgentMissing       = "agent-missing"
 	CodeAgentNotReady      = "agent-not-ready"
 	CodeNetworkNodeLabels  = "network-node-labels"
@@ -71,6 +72,7 @@ var Codes = []struct{ Code, Severity, Means string }{
 	{CodeHealthFailed, topology.SeverityError, "a node failed its health gate (gpucluster.io/health-failed names the check): it keeps its health taint and takes no job"},
 	{CodeGPUAllocatable, topology.SeverityError, "a node's allocatable nvidia.com/gpu differs from the instance's GPU count"},
 	{CodeEFAAllocatable, topology.SeverityError, "a node's allocatable vpc.amazonaws.com/efa differs from the pool's EFA interfaces"},
+	{CodeTrainingPodsUnfit, topology.SeverityError, "a node's allocatable CPU or memory is less than its pool's training pods request (the plan assumes EKS's own reservations): no job of the pool ever starts there"},
 	{CodeAgentMissing, topology.SeverityError, "a node runs no pod of an agent its pool deploys (device plugins, fabric manager, the health gate)"},
 	{CodeAgentNotReady, topology.SeverityError, "a node's agent pod is not Ready"},
 	{CodeNetworkNodeLabels, topology.SeverityError, "a node lacks the EKS network-node labels its pool's Kueue queue places jobs by"},

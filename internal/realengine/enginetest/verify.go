@@ -161,7 +161,8 @@ func (d *Deployment) checkLiveCluster(ctx context.Context) {
 // (here by the test, as the gate does: its script is tested against the API server in
 // infra/program), verify passes. Then each deliberate fault is named on its node: a node
 // advertising no EFA device, a wrong instance type, a node whose EFA label was removed, so that
-// the DaemonSet controller takes its EFA device plugin pod away, and a node that failed its
+// the DaemonSet controller takes its EFA device plugin pod away, a node offering less memory
+// than its pool's training pods request, and a node that failed its
 // health gate, as the gate leaves it (its taint kept, the failed check's label).
 func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
 	kubeconfig, err := d.server.AdminKubeconfig()
@@ -197,6 +198,10 @@ func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
 			asMap(asMap(node["status"])["allocatable"])[topology.ResourceEFA] = "0"
 			d.must(d.server.UpdateStatus(node))
 		}, []string{verify.CodeEFAAllocatable + "@" + first.name}},
+		{"a node offering less memory than its training pods request", func(node map[string]any) {
+			asMap(asMap(node["status"])["allocatable"])["memory"] = "1Gi"
+			d.must(d.server.UpdateStatus(node))
+		}, []string{verify.CodeTrainingPodsUnfit + "@" + first.name}},
 		{"a node of another instance type", func(node map[string]any) {
 			asMap(asMap(node["metadata"])["labels"])[topology.LabelInstanceType] = "p4d.24xlarge"
 			d.must(d.server.Update(node))

@@ -144,21 +144,11 @@ func (c *benchCluster) gpuNodes(t *testing.T, without string) {
 // left is what of the job is still in the cluster: the job, its pods, Kueue's Workload, and
 // any more kinds named.
 func (c *benchCluster) left(t *testing.T, more ...map[string]any) string {
-	var out []string
-	for _, kind := range append([]map[string]any{
-		{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}, {"apiVersion": "v1", "kind": "Pod"},
-		{"apiVersion": topology.KueueAPIVersion, "kind": "Workload"}, {"apiVersion": "batch/v1", "kind": "Job"},
-	}, more...) {
-		kind["metadata"] = map[string]any{"namespace": benchjobs.Namespace}
-		objs, err := c.s.List(kind)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			out = append(out, fmt.Sprintf("%s/%v", kind["kind"], o["metadata"].(map[string]any)["name"]))
-		}
+	names, err := c.s.Names(benchjobs.Namespace, append(slices.Clone(benchjobs.MPIJobObjects), more...)...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Join(out, " ")
+	return strings.Join(names, " ")
 }
 
 // waitGone waits until nothing of the job is left (the garbage collector deletes its pods).

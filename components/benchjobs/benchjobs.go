@@ -30,6 +30,17 @@ const AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 // TrainJob as a JobSet of its name): how to find the training pods.
 const LabelJobSetName = "jobset.sigs.k8s.io/jobset-name"
 
+// MPIJobAPIVersion is the MPI operator's API the all-reduce job is written in.
+const MPIJobAPIVersion = "kubeflow.org/v2beta1"
+
+// MPIJobObjects are the kinds of object an all-reduce run is made of in Namespace: the MPIJob,
+// the launcher's Job and the pods the MPI operator makes for it, and Kueue's Workload. Deleting
+// the MPIJob takes the rest with it (their owner references).
+var MPIJobObjects = []map[string]any{
+	{"apiVersion": MPIJobAPIVersion, "kind": "MPIJob"}, {"apiVersion": "batch/v1", "kind": "Job"},
+	{"apiVersion": "v1", "kind": "Pod"}, {"apiVersion": topology.KueueAPIVersion, "kind": "Workload"},
+}
+
 // MPIJob field names of kubeflow.org/v2beta1 that gpucluster writes. The operator's Go types are
 // not imported (they pull its controller, client-go and volcano's APIs); the tests create these
 // objects in a kube-apiserver with the operator's real CRD, with strict field validation.
@@ -110,7 +121,7 @@ func NCCLTest(stack topology.StackSpec, pool topology.PoolSpec) any {
 	worker.Spec.Containers[0].Env = nil       // ranks get theirs from mpirun -x
 	annotate(&worker, b)
 	return mpiJob{
-		APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob",
+		APIVersion: MPIJobAPIVersion, Kind: "MPIJob",
 		Metadata: objectMeta{Name: j.Name, Namespace: Namespace, Labels: queued(jobLabels(pool, labels), b)},
 		Spec: mpiJobSpec{
 			SlotsPerWorker: j.SlotsPerWorker, LauncherCreationPolicy: "WaitForWorkersReady", MPIImplementation: "OpenMPI",

@@ -393,6 +393,21 @@ func (s *Server) List(obj map[string]any) ([]map[string]any, error) {
 	return list.Items, json.Unmarshal(body, &list)
 }
 
+// Names are the objects of each kind (apiVersion and kind) in namespace, as Kind/name.
+func (s *Server) Names(namespace string, kinds ...map[string]any) ([]string, error) {
+	var out []string
+	for _, k := range kinds {
+		objs, err := s.List(map[string]any{"apiVersion": k["apiVersion"], "kind": k["kind"], "metadata": map[string]any{"namespace": namespace}})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, fmt.Sprintf("%v/%s", k["kind"], name(o)))
+		}
+	}
+	return out, nil
+}
+
 func name(obj map[string]any) string {
 	md, _ := obj["metadata"].(map[string]any)
 	n, _ := md["name"].(string)

@@ -58,7 +58,7 @@ func Walkthroughs(projectDir string) ([]Walkthrough, error) {
 					w.Lines = append(w.Lines, command)
 				}
 			}
-			var up, down int = -1, -1
+			up, down := -1, -1
 			for i, l := range w.Lines {
 				words := strings.Fields(l)
 				if len(words) == 4 && words[0] == "pulumi" && words[2] == "-s" {
@@ -247,23 +247,13 @@ func (d *Deployment) launcherNode() (undo func()) {
 	}
 }
 
-// jobObjectsLeft is what of a benchmark job is still in its namespace: jobs, pods, Workloads.
+// jobObjectsLeft is what of a benchmark job is still in its namespace a minute on (the garbage
+// collector deletes what the job made): jobs, pods, Workloads.
 func (d *Deployment) jobObjectsLeft() string {
-	var left []string
 	deadline := time.Now().Add(time.Minute)
 	for {
-		left = left[:0]
-		for _, kind := range []map[string]any{
-			{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}, {"apiVersion": "batch/v1", "kind": "Job"},
-			{"apiVersion": "v1", "kind": "Pod"}, {"apiVersion": topology.KueueAPIVersion, "kind": "Workload"},
-		} {
-			kind["metadata"] = map[string]any{"namespace": benchjobs.Namespace}
-			objs, err := d.server.List(kind)
-			d.must(err)
-			for _, o := range objs {
-				left = append(left, fmt.Sprintf("%s/%v", kind["kind"], asMap(o["metadata"])["name"]))
-			}
-		}
+		left, err := d.server.Names(benchjobs.Namespace, benchjobs.MPIJobObjects...)
+		d.must(err)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return strings.Join(left, " ")
 		}

@@ -3,6 +3,7 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -19,6 +20,7 @@ func main() {
 		if err != nil {
 			return err
 		}
-		return program.RunEngine(file)(ctx)
+		// The one place the program reads the wall clock: the instant this up judges the stack on.
+		return program.RunEngine(file, time.Now)(ctx)
 	})
 }

@@ -69,7 +69,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	started := now()
-	spec = spec.AtTime(started)
+	spec = spec.AtTime(spec.At)
 	pool, msg := benchPool(spec, *poolName)
 	if msg != "" {
 		return c.fail("%s", msg)

@@ -69,7 +69,7 @@ func startBenchClusterFrom(t *testing.T, file string, withNodes bool, logs map[s
 	stopMPI, err := s.StartMPIOperator(ns, ns, s.Token())
 	must(err)
 	t.Cleanup(stopMPI)
-	spec, err := topology.LoadStack(file)
+	spec, err := topology.LoadStack(file, now())
 	must(err)
 	if len(spec.Benchmarks.TrainingCommand) > 0 {
 		for _, start := range []func() (func(), error){s.StartJobSet, s.StartTrainer} {

@@ -45,7 +45,8 @@ func TestEveryDocumentedCommandRuns(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-cluster"))
 	defer func(n func() time.Time, s func(time.Duration)) { now, sleep = n, s }(now, sleep)
 	var waited time.Duration
-	now = func() time.Time { return time.Now().Add(waited) }
+	base := now
+	now = func() time.Time { return base().Add(waited) }
 	sleep = func(d time.Duration) { waited += d }
 	for _, doc := range docs {
 		t.Run(filepath.Base(doc), func(t *testing.T) {

@@ -133,7 +133,7 @@ func (c *cli) expectation(stack, poolName, profile string) (*topology.PoolSpec, 
 		if !ok {
 			return nil, "", code, false
 		}
-		spec, err := topology.LoadStack(file)
+		spec, err := topology.LoadStack(file, now())
 		if err != nil {
 			var ces topology.ConfigErrors
 			if errors.As(err, &ces) {

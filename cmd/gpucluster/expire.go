@@ -13,9 +13,6 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// now is the clock expire reads (a variable so tests can fix it).
-var now = time.Now
-
 // cmdExpire writes gpucluster:expiresAt into a stack file: an absolute time, so that plans stay
 // reproducible, computed from a duration for convenience. Only that line of the file changes,
 // and only once the changed file validates.

@@ -17,8 +17,8 @@ config:
 `
 
 func TestExpireWritesOneLineAndNothingElse(t *testing.T) {
+	defer func(n func() time.Time) { now = n }(now)
 	now = func() time.Time { return time.Date(2026, 11, 22, 9, 30, 20, 0, time.UTC) }
-	defer func() { now = time.Now }()
 	f := filepath.Join(t.TempDir(), "Pulumi.bench.yaml")
 	os.WriteFile(f, []byte(expireStack), 0o640)
 

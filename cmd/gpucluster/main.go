@@ -46,6 +46,12 @@ Every command takes --help. Commands that print data take -o table|json|yaml (--
 `
 
 func main() {
+	clock, err := clockFromEnv(os.Getenv(envAt), now)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpucluster: %v\n", err)
+		os.Exit(exitUsage)
+	}
+	now = clock
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -100,7 +100,7 @@ func projectOr(cwd, stackFile string) string {
 }
 
 func planOne(file, dir string, stdout, stderr io.Writer) int {
-	r, err := plan.Write(relative(file), dir)
+	r, err := plan.Write(relative(file), dir, now())
 	if err != nil {
 		var ces topology.ConfigErrors
 		if errors.As(err, &ces) {

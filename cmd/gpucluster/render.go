@@ -149,7 +149,7 @@ func writeStackSummary(w io.Writer, s topology.StackSpec) {
 	for _, p := range s.Pools {
 		line("pool", "%s: %s × %s (profile %s, %s, %s)", p.Name, p.Scaling.String(), p.Instance.Name, p.Profile, p.Provisioner, p.Capacity.Type)
 	}
-	cost := topology.EstimateCost(s, now())
+	cost := topology.EstimateCost(s, s.At)
 	floor := ""
 	if !cost.Complete {
 		floor = "at least "
@@ -161,10 +161,10 @@ func writeStackSummary(w io.Writer, s topology.StackSpec) {
 	switch at := s.ExpiresAt(); {
 	case at.IsZero():
 		line("expiry", "none: the GPU pools run until pulumi destroy (gpucluster expire --stack %s --in 8h sets one)", s.Stack)
-	case s.Expired(now()):
+	case s.Expired(s.At):
 		line("expiry", "%s UTC, passed: pulumi up keeps every GPU pool at zero nodes until it is extended (gpucluster expire --stack %s --in 8h)", at.Format("2006-01-02 15:04"), s.Stack)
 	default:
-		line("expiry", "%s UTC (in %s): every GPU pool goes to zero nodes then", at.Format("2006-01-02 15:04"), at.Sub(now()).Round(time.Minute))
+		line("expiry", "%s UTC (in %s): every GPU pool goes to zero nodes then", at.Format("2006-01-02 15:04"), at.Sub(s.At).Round(time.Minute))
 	}
 	if len(s.Warnings) > 0 {
 		line("warnings", "%d (above)", len(s.Warnings))

@@ -55,7 +55,7 @@ func (c *cli) stackOrConfig(stack, config string) (string, int, bool) {
 // loadStack derives a stack file: an invalid one is said error by error (exit 1), one that
 // cannot be read is exit 4.
 func loadStack(file string, stderr io.Writer) (topology.StackSpec, int, bool) {
-	spec, err := topology.LoadStack(file)
+	spec, err := topology.LoadStack(file, now())
 	if err != nil {
 		var ces topology.ConfigErrors
 		if errors.As(err, &ces) {

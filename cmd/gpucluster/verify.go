@@ -39,7 +39,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	spec = spec.AtTime(now()) // what `pulumi up` applies now: an expired stack's pools at zero
+	spec = spec.AtTime(spec.At) // what `pulumi up` applies now: an expired stack's pools at zero
 	kubectl := verify.Kubectl{Kubeconfig: *kubeconfig, Context: *kubeContext}
 	report, err := verifyUntil(spec, func(ctx context.Context) (*verify.Cluster, error) { return kubectl.Read(ctx, spec) }, *wait, stderr)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestVerifyReadsARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := topology.LoadStack("../../stacks/Pulumi.g6e-efa.yaml")
+	spec, err := topology.LoadStack("../../stacks/Pulumi.g6e-efa.yaml", now())
 	if err != nil {
 		t.Fatal(err)
 	}

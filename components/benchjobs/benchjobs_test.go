@@ -20,7 +20,7 @@ import (
 // a system node with no GPU; mpirun starting one rank per GPU. A wrong figure here leaves the
 // job unscheduled, which infra/program's scheduling test only finds by waiting.
 func TestP5AllReduceIsShapedToSchedule(t *testing.T) {
-	stack, err := topology.LoadStack("../../stacks/Pulumi.p5-efa.yaml")
+	stack, err := topology.LoadStack("../../stacks/Pulumi.p5-efa.yaml", testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestEFAJobsFailFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack, err := topology.DeriveStack(st)
+	stack, err := topology.DeriveStack(st, testDay)
 	if err != nil {
 		t.Fatal(err)
 	}

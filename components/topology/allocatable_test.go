@@ -58,7 +58,7 @@ func TestTrainingPodsFitTheirNode(t *testing.T) {
 func TestTrainingPodsUnfit(t *testing.T) {
 	files, _ := filepath.Glob("../../stacks/Pulumi.*.yaml")
 	for _, f := range files {
-		spec, err := LoadStack(f)
+		spec, err := LoadStack(f, planDay)
 		if err != nil {
 			t.Fatal(err)
 		}

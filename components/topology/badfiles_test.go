@@ -85,7 +85,7 @@ func TestBadStackFiles(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("no # want: line")
 			}
-			_, err = LoadStack(f)
+			_, err = LoadStack(f, planDay)
 			ces, ok := err.(ConfigErrors)
 			if !ok {
 				t.Fatalf("accepted or failed without file errors: %v", err)
@@ -109,7 +109,7 @@ func TestWarnAndGoodStackFiles(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, _ := os.ReadFile(f)
 			_, warn := expectations(t, data)
-			spec, err := LoadStack(f)
+			spec, err := LoadStack(f, planDay)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestWarnAndGoodStackFiles(t *testing.T) {
 }
 
 func TestMergeKeysAreResolvedAsPulumiDoes(t *testing.T) {
-	spec, err := LoadStack("testdata/good/merge-keys.yaml")
+	spec, err := LoadStack("testdata/good/merge-keys.yaml", planDay)
 	if err != nil {
 		t.Fatal(err)
 	}

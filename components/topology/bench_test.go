@@ -35,7 +35,7 @@ func BenchmarkParseAndDeriveStack(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := DeriveStack(st); err != nil {
+				if _, err := DeriveStack(st, planDay); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -126,7 +126,7 @@ func checkQueue(t *testing.T, name string, pool PoolSpec, b *PoolBenchmark) {
 }
 
 func TestBenchmarkOffWithoutTheKey(t *testing.T) {
-	spec, err := LoadStack("../../stacks/Pulumi.dev.yaml")
+	spec, err := LoadStack("../../stacks/Pulumi.dev.yaml", planDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestBenchmarkOffWithoutTheKey(t *testing.T) {
 			t.Errorf("dev: pool %s has benchmark jobs though the stack does not enable them", p.Name)
 		}
 	}
-	spec, err = LoadStack("../../stacks/Pulumi.p4d-pod-per-gpu.yaml")
+	spec, err = LoadStack("../../stacks/Pulumi.p4d-pod-per-gpu.yaml", planDay)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func loadText(t *testing.T, text string) StackSpec {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := LoadStack(path)
+	spec, err := LoadStack(path, planDay)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// planDay is the day the cost tests plan on: 1.32 and 1.33 in extended support, 1.34 leaving
+// planDay is the instant every test of the package judges a stack on (DeriveStack), so that no
+// test depends on the day it runs: 1.32 and 1.33 in extended support, 1.34 leaving
 // standard support within the week, 1.35 and 1.36 in it (standardSupportEnds).
 var planDay = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 
@@ -109,7 +110,7 @@ func TestEstimateCostByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := DeriveStack(spec)
+	s, err := DeriveStack(spec, planDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestReservedCapacityIsNotAnHourlyCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := DeriveStack(st)
+	s, _ := DeriveStack(st, planDay)
 	c := EstimateCost(s, planDay)
 	if len(c.Reserved) != 1 || c.Reserved[0].Pool != "train" || !strings.Contains(c.Reserved[0].Note, "billed by the reservation") || c.AtMost > 1 {
 		t.Errorf("reserved %+v, total at most %.2f", c.Reserved, c.AtMost)
@@ -140,11 +141,11 @@ func TestCostGuardWithinAndUnpriced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := DeriveStack(st); err != nil || s.MaxHourlyCost != 3 {
+	if s, err := DeriveStack(st, planDay); err != nil || s.MaxHourlyCost != 3 {
 		t.Errorf("dev under a $3 guard: %v", err)
 	}
 	st, _ = ParseStack("g.yaml", []byte("config:\n  aws:region: us-east-1\n  gpucluster:maxHourlyCost: 1000\n  gpucluster:pools: [{name: gpu, profile: p5-efa, instanceType: p5e.48xlarge}]\n"))
-	s, err := DeriveStack(st)
+	s, err := DeriveStack(st, planDay)
 	if err != nil || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0].Message, "cannot price") {
 		t.Errorf("p5e (no on-demand price): %v %v", err, s.Warnings)
 	}

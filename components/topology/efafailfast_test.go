@@ -70,7 +70,7 @@ func TestEFAPoolsFailFast(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec, err := DeriveStack(st)
+		spec, err := DeriveStack(st, planDay)
 		if err != nil {
 			t.Fatal(err)
 		}

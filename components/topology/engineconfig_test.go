@@ -51,8 +51,8 @@ func TestEngineConfigIsWhatTheProgramUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := DeriveStack(st)
-	b, _ := DeriveStack(fromFile)
+	a, _ := DeriveStack(st, planDay)
+	b, _ := DeriveStack(fromFile, planDay)
 	if !reflect.DeepEqual(a.Pools, b.Pools) || !reflect.DeepEqual(a.Cluster, b.Cluster) {
 		t.Error("engine config and the same file derive different stacks")
 	}

@@ -39,7 +39,7 @@ func FuzzParseStack(f *testing.F) {
 			return
 		}
 		// What the parser accepts, the derivation must take: validation is complete.
-		spec, err := DeriveStack(st)
+		spec, err := DeriveStack(st, planDay)
 		if err != nil {
 			t.Fatalf("accepted stack does not derive: %v", err)
 		}

@@ -21,7 +21,7 @@ func TestGB200EFAGetsTheTopologyOverride(t *testing.T) {
 		}
 		file := filepath.Join(t.TempDir(), "Pulumi.t.yaml")
 		os.WriteFile(file, []byte(data+"  gpucluster:pools:\n    - "+pool+"\n"), 0o644)
-		s, err := LoadStack(file)
+		s, err := LoadStack(file, planDay)
 		if err != nil {
 			t.Fatal(err)
 		}

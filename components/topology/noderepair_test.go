@@ -18,7 +18,7 @@ func TestNodeRepairFollowsTheStack(t *testing.T) {
 		if err != nil {
 			return StackSpec{}, err
 		}
-		return DeriveStack(st)
+		return DeriveStack(st, planDay)
 	}
 	for _, c := range []struct {
 		name       string

@@ -16,7 +16,7 @@ func checkRefusal(t *testing.T, what, stack, words string, refused bool) {
 	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadStack(file)
+	_, err := LoadStack(file, planDay)
 	if got := err != nil && strings.Contains(err.Error(), words); got != refused || (!refused && err != nil) {
 		t.Errorf("%s: %v; refused (%q) want %v", what, err, words, refused)
 	}

@@ -18,7 +18,7 @@ func TestEveryCatalogTypeHasAVCPUQuota(t *testing.T) {
 }
 
 func TestVCPUQuotasOfAStack(t *testing.T) {
-	spec, err := LoadStack("../../stacks/Pulumi.mixed.yaml")
+	spec, err := LoadStack("../../stacks/Pulumi.mixed.yaml", planDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestVCPUQuotasOfAStack(t *testing.T) {
 	if len(q) != 1 || q[0].Name != "Running On-Demand G and VT instances" || q[0].VCPUs != 3*192 || len(q[0].Pools) != 1 || q[0].Pools[0] != "infer" {
 		t.Errorf("mixed: %+v", q)
 	}
-	spec, err = LoadStack("../../stacks/Pulumi.p5-efa.yaml")
+	spec, err = LoadStack("../../stacks/Pulumi.p5-efa.yaml", planDay)
 	if err != nil {
 		t.Fatal(err)
 	}

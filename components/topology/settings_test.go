@@ -18,7 +18,7 @@ func TestSettingsDefaultsAndZoneResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := DeriveStack(st)
+	spec, err := DeriveStack(st, planDay)
 	if err != nil {
 		t.Fatal(err)
 	}

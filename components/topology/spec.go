@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
@@ -36,6 +37,9 @@ type StackSpec struct {
 	Owner  string `json:"owner,omitempty"`
 	// Benchmarks are the stack's benchmark settings; each pool's jobs are its Benchmark.
 	Benchmarks BenchmarkSettings `json:"benchmarks"`
+	// At is the instant the stack was judged on (DeriveStack): the support window, the cost and
+	// the expiry all read this one instant, which the caller took from its clock once.
+	At time.Time `json:"-"`
 }
 
 // PoolSpec is the derived spec of one GPU pool.

@@ -87,9 +87,10 @@ func EnvironmentNote(spec StackSpec) string {
 		spec.Source, strings.Join(spec.Environments, ", "))
 }
 
-// LoadStack reads, validates and derives a stack file. On bad input it returns ConfigErrors
-// listing every problem of the file, each with file, line, key and fix.
-func LoadStack(path string) (StackSpec, error) {
+// LoadStack reads, validates and derives a stack file as on the instant at (see DeriveStack). On
+// bad input it returns ConfigErrors listing every problem of the file, each with file, line, key
+// and fix.
+func LoadStack(path string, at time.Time) (StackSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return StackSpec{}, ConfigErrors{{File: path, Key: "(file)", Message: err.Error(), Fix: "check the path; stacks live in stacks/Pulumi.<stack>.yaml"}}
@@ -98,14 +99,17 @@ func LoadStack(path string) (StackSpec, error) {
 	if err != nil {
 		return StackSpec{}, err
 	}
-	return DeriveStack(st)
+	return DeriveStack(st, at)
 }
 
-// DeriveStack derives every pool of a parsed stack.
-func DeriveStack(st Stack) (StackSpec, error) {
+// DeriveStack derives every pool of a parsed stack as on the instant at: the day the plan is
+// made or `pulumi up` runs, which the support window and the cost guard price the control plane
+// on. The caller reads its clock once and passes the instant down; nothing here reads the wall
+// clock, so a plan and the up that follows judge a stack alike on the same instant.
+func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
 		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost,
-		Expiry: st.Expiry, Owner: st.Owner, Benchmarks: st.Benchmarks}
+		Expiry: st.Expiry, Owner: st.Owner, Benchmarks: st.Benchmarks, At: at}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
 		if err != nil {
@@ -126,13 +130,10 @@ func DeriveStack(st Stack) (StackSpec, error) {
 	if err := checkKarpenterNodeRepair(spec, st); err != nil {
 		return StackSpec{}, err
 	}
-	// The day the plan is made, or `pulumi up` runs: the support window and the cost guard price
-	// the control plane on it.
-	now := time.Now()
-	if err := checkSupportWindow(&spec, st, now); err != nil {
+	if err := checkSupportWindow(&spec, st, at); err != nil {
 		return StackSpec{}, err
 	}
-	if err := checkCostGuard(&spec, st, now); err != nil {
+	if err := checkCostGuard(&spec, st, at); err != nil {
 		return StackSpec{}, err
 	}
 	if err := checkSubnetCapacity(spec, st); err != nil {

@@ -53,7 +53,7 @@ func TestValidStackWithTwoPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := DeriveStack(st)
+	spec, err := DeriveStack(st, planDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +192,11 @@ func TestLoadStackReadsAFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: gpu, profile: dev}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := LoadStack(path)
+	spec, err := LoadStack(path, planDay)
 	if err != nil || len(spec.Pools) != 1 || spec.Source != path {
 		t.Fatalf("spec %+v err %v", spec, err)
 	}
-	if _, err := LoadStack(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := LoadStack(filepath.Join(dir, "missing.yaml"), planDay); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -224,5 +224,5 @@ func parseAndDerive(t *testing.T, data string) (StackSpec, error) {
 	if err != nil {
 		return StackSpec{}, err
 	}
-	return DeriveStack(st)
+	return DeriveStack(st, planDay)
 }

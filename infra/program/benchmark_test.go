@@ -181,7 +181,7 @@ func TestBenchmarkJobsAreScheduled(t *testing.T) {
 		}
 		stacks++
 		// The training job too: the experiment stacks name no training command.
-		spec, err := topology.DeriveStack(withTraining(t, file))
+		spec, err := topology.DeriveStack(withTraining(t, file), testDay)
 		if err != nil {
 			t.Fatal(err)
 		}

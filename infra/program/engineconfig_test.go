@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -39,7 +40,7 @@ func TestRunEngineUsesTheEngineConfiguration(t *testing.T) {
 		"gpucluster:pools":             `[{"name":"gpu","nodes":3,"profile":"g6e-efa"}]`, // the engine's value wins over the file's 2
 		"gpucluster:publicAccessCidrs": `["203.0.113.0/24"]`,                             // from ESC
 	})
-	outs, _, err := runCapturing(t, engine, RunEngine(file))
+	outs, _, err := runCapturing(t, engine, RunEngine(file, func() time.Time { return testDay }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestRunEngineUsesTheEngineConfiguration(t *testing.T) {
 		}
 	}
 	// The offline reading of the same file cannot see ESC: it says so and stops.
-	err = offline.NewEngine("esc").Run(Run(file))
+	err = offline.NewEngine("esc").Run(Run(file, testDay))
 	if err == nil || !strings.Contains(err.Error(), "imports ESC environment(s) platform/aws-us-east-2") {
 		t.Errorf("offline run of an ESC stack: %v", err)
 	}
@@ -78,7 +79,7 @@ func TestRunEngineKeepsSecretsSecret(t *testing.T) {
 		"gpucluster:trainingImage": "registry.internal.example/team/trainer:v7",
 	}
 	engine := offline.NewEngine("sec").WithConfig(config, "gpucluster:trainingImage")
-	outs, _, err := runCapturing(t, engine, RunEngine(file))
+	outs, _, err := runCapturing(t, engine, RunEngine(file, func() time.Time { return testDay }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestRunEngineKeepsSecretsSecret(t *testing.T) {
 	// A bad secret value is refused without being shown, and nothing is registered.
 	config["gpucluster:trainingImage"] = "bad image with spaces-s3cr3t"
 	engine = offline.NewEngine("sec").WithConfig(config, "gpucluster:trainingImage")
-	err = engine.Run(RunEngine(file))
+	err = engine.Run(RunEngine(file, func() time.Time { return testDay }))
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "Pulumi.sec.yaml:9: gpucluster:trainingImage") ||
 		!strings.Contains(err.Error(), "is a secret") {
 		t.Errorf("bad secret: %v", err)

@@ -518,7 +518,7 @@ func boolOrder(a, b bool) int {
 // Kubernetes provider's kubeconfig runs under that profile, as the AWS provider does; without
 // it, the kubeconfig is pulumi-eks's unchanged.
 func TestProviderKubeconfigCarriesTheAWSProfile(t *testing.T) {
-	spec, err := topology.LoadStack("../../stacks/Pulumi.dev.yaml")
+	spec, err := topology.LoadStack("../../stacks/Pulumi.dev.yaml", testDay)
 	if err != nil {
 		t.Fatal(err)
 	}

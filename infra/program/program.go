@@ -39,11 +39,11 @@ type Deployment struct {
 	InCluster     *InCluster
 }
 
-// Run returns the program of one stack file as the offline commands evaluate it: the
-// configuration is the file's (the offline engine has no other).
-func Run(stackFile string) pulumi.RunFunc {
+// Run returns the program of one stack file as the offline commands evaluate it on the instant
+// at: the configuration is the file's (the offline engine has no other).
+func Run(stackFile string, at time.Time) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
-		spec, err := topology.LoadStack(stackFile)
+		spec, err := topology.LoadStack(stackFile, at)
 		if err != nil {
 			return err
 		}
@@ -60,12 +60,14 @@ func RunSpec(spec topology.StackSpec) pulumi.RunFunc {
 // RunEngine returns the program as `pulumi up` runs it: the configuration is what the engine
 // passes (the stack file merged with its ESC environments, secrets decrypted, any other source);
 // the stack file only places errors on lines. Secret configuration makes every export secret.
-func RunEngine(stackFile string) pulumi.RunFunc { return RunEngineAt(stackFile, time.Now) }
-
-// RunEngineAt is RunEngine with the clock the expiry is judged by (topology.StackSpec.AtTime):
-// after the expiry the pools stay at zero; before it they are what the stack says.
-func RunEngineAt(stackFile string, now func() time.Time) pulumi.RunFunc {
+//
+// clock is read once per run, and that instant judges the whole stack (topology.DeriveStack):
+// its support window, its cost guard and its expiry (topology.StackSpec.AtTime: after the expiry
+// the pools stay at zero; before it they are what the stack says). infra/main.go passes the wall
+// clock; nothing in the program reads it.
+func RunEngine(stackFile string, clock func() time.Time) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
+		at := clock()
 		data, err := os.ReadFile(stackFile)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -74,11 +76,11 @@ func RunEngineAt(stackFile string, now func() time.Time) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		spec, err := topology.DeriveStack(st)
+		spec, err := topology.DeriveStack(st, at)
 		if err != nil {
 			return err
 		}
-		return deploy(ctx, spec.AtTime(now()), len(st.Secrets) > 0, true)
+		return deploy(ctx, spec.AtTime(at), len(st.Secrets) > 0, true)
 	}
 }
 

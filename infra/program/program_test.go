@@ -38,7 +38,7 @@ func stackFiles(t *testing.T) []string {
 
 func evaluate(t *testing.T, file string) *evaluation {
 	t.Helper()
-	spec, err := topology.LoadStack(file)
+	spec, err := topology.LoadStack(file, testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestExistingVPCIsTaggedNotCreated(t *testing.T) {
   gpucluster:privateSubnets: {us-east-1a: subnet-0123456789abcdef0, us-east-1b: subnet-0123456789abcdef1}
   gpucluster:pools: [{name: gpu, profile: g6e-efa, availabilityZones: [us-east-1b]}]
 `), 0o644)
-	spec, err := topology.LoadStack(file)
+	spec, err := topology.LoadStack(file, testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestInvalidStackRegistersNothing(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "Pulumi.bad.yaml")
 	os.WriteFile(file, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: p4d-efa, efaInterfaces: 9}]\n"), 0o644)
 	engine := offline.NewEngine("bad")
-	err := engine.Run(Run(file))
+	err := engine.Run(Run(file, testDay))
 	var ces topology.ConfigErrors
 	if !errors.As(err, &ces) || !strings.Contains(err.Error(), file+":3: gpucluster:pools[0].efaInterfaces") {
 		t.Fatalf("error %v", err)
@@ -502,7 +502,7 @@ func TestInvalidStackRegistersNothing(t *testing.T) {
 	}
 	// The file of another stack is refused too, before anything is created.
 	engine = offline.NewEngine("prod")
-	if err := engine.Run(Run("../../stacks/Pulumi.dev.yaml")); err == nil || !strings.Contains(err.Error(), `holds the config of stack "dev"`) {
+	if err := engine.Run(Run("../../stacks/Pulumi.dev.yaml", testDay)); err == nil || !strings.Contains(err.Error(), `holds the config of stack "dev"`) {
 		t.Errorf("stack mismatch: %v", err)
 	}
 	if n := len(engine.Resources()); n != 0 {
@@ -550,7 +550,7 @@ func runCapturing(t *testing.T, engine *offline.Engine, fn pulumi.RunFunc) (map[
 }
 
 func TestRunExportsTheOutputs(t *testing.T) {
-	outs, values, err := runCapturing(t, offline.NewEngine("dev"), Run("../../stacks/Pulumi.dev.yaml"))
+	outs, values, err := runCapturing(t, offline.NewEngine("dev"), Run("../../stacks/Pulumi.dev.yaml", testDay))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestRunExportsTheOutputs(t *testing.T) {
 		t.Errorf("dev does not enable benchmarks, yet exports jobs %v", jobs)
 	}
 	// An experiment stack exports each pool's jobs as one List for kubectl apply -f -.
-	_, values, err = runCapturing(t, offline.NewEngine("p5-efa"), Run("../../stacks/Pulumi.p5-efa.yaml"))
+	_, values, err = runCapturing(t, offline.NewEngine("p5-efa"), Run("../../stacks/Pulumi.p5-efa.yaml", testDay))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +658,7 @@ func TestCreatorInAdminRoleArnsIsRefusedBeforeAnythingExists(t *testing.T) {
 	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := topology.LoadStack(file)
+	spec, err := topology.LoadStack(file, testDay)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // Each job kind finds its pods, its output pod and its ranks by the labels its controller puts
 // on them; a pool without a training command has no training job, and says how to get one.
 func TestJobOf(t *testing.T) {
-	spec, err := topology.LoadStack("../../stacks/Pulumi.p5-efa.yaml")
+	spec, err := topology.LoadStack("../../stacks/Pulumi.p5-efa.yaml", testDay)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,16 +41,15 @@ func (r *Result) Errors() int {
 	return n
 }
 
-// now is the clock an expiry is judged by (a variable so that tests can fix it).
-var now = time.Now
-
-// Evaluate plans one stack file in memory. An invalid file gives topology.ConfigErrors.
-func Evaluate(stackFile string) (*Result, error) {
-	spec, err := topology.LoadStack(stackFile)
+// Evaluate plans one stack file in memory as on the instant at, which the caller read from its
+// clock once: the support window, the cost and the expiry are all judged on it. An invalid file
+// gives topology.ConfigErrors.
+func Evaluate(stackFile string, at time.Time) (*Result, error) {
+	spec, err := topology.LoadStack(stackFile, at)
 	if err != nil {
 		return nil, err
 	}
-	spec = spec.AtTime(now()) // what `pulumi up` would apply now: an expired stack's pools at zero
+	spec = spec.AtTime(at) // what `pulumi up` would apply then: an expired stack's pools at zero
 	engine := offline.NewPlanEngine(spec.Stack)
 	if err := engine.Run(program.RunSpec(spec)); err != nil {
 		return nil, fmt.Errorf("evaluating the program of %s: %w", stackFile, err)
@@ -64,10 +63,10 @@ func Evaluate(stackFile string) (*Result, error) {
 	return r, err
 }
 
-// Write plans a stack file and writes its bundle to dir. Nothing is written when the file is
+// Write plans a stack file as on the instant at and writes its bundle to dir. Nothing is written when the file is
 // invalid or the program fails, nor when dir is anything but a new or empty directory or a
 // previous bundle (see writeBundle); the bundle appears whole or not at all.
-func Write(stackFile, dir string) (*Result, error) {
+func Write(stackFile, dir string, at time.Time) (*Result, error) {
 	protect, err := protectedPaths(stackFile)
 	if err != nil {
 		return nil, err
@@ -75,7 +74,7 @@ func Write(stackFile, dir string) (*Result, error) {
 	if _, err := checkOutput(dir, protect); err != nil {
 		return nil, err // before the program runs: a refused directory costs nothing
 	}
-	r, err := Evaluate(stackFile)
+	r, err := Evaluate(stackFile, at)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func stack(name string) string { return "../../stacks/Pulumi." + name + ".yaml" 
 func writeBundle(t *testing.T, name string) (string, *Result) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	r, err := Write(stack(name), dir)
+	r, err := Write(stack(name), dir, testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestInvalidConfigWritesNothing(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "Pulumi.bad.yaml")
 	os.WriteFile(bad, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: p4d-efa, efaInterfaces: 9}]\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "review", "bad")
-	_, err := Write(bad, out)
+	_, err := Write(bad, out, testDay)
 	var ces topology.ConfigErrors
 	if !errors.As(err, &ces) || ces[0].Key != "gpucluster:pools[0].efaInterfaces" {
 		t.Fatalf("error %v", err)
@@ -197,7 +197,7 @@ func TestInvalidConfigWritesNothing(t *testing.T) {
 }
 
 func TestErrorFindingsCheckTheFinalSpec(t *testing.T) {
-	spec, err := topology.LoadStack(stack("mixed"))
+	spec, err := topology.LoadStack(stack("mixed"), testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestReviewStatesTheWholeCost(t *testing.T) {
 }
 
 func TestQuotaWarningsReachTheReview(t *testing.T) {
-	spec, err := topology.LoadStack("../../components/topology/testdata/warn/too-many-nodes.yaml")
+	spec, err := topology.LoadStack("../../components/topology/testdata/warn/too-many-nodes.yaml", testDay)
 	if err != nil || len(spec.Warnings) != 1 {
 		t.Fatalf("%v, %d warnings", err, len(spec.Warnings))
 	}
@@ -262,15 +262,13 @@ func TestQuotaWarningsReachTheReview(t *testing.T) {
 
 // REVIEW.md says when the pools stop, how, and what keeps running until pulumi destroy.
 func TestReviewStatesTheExpiry(t *testing.T) {
-	at := func(s string) { // the clock the review is written at: the expiry ahead, then passed
+	at := func(s string) time.Time { // the instant the review is written at: the expiry ahead, then passed
 		clock, _ := time.Parse(time.RFC3339, s)
-		now = func() time.Time { return clock }
+		return clock
 	}
-	t.Cleanup(func() { now = time.Now })
-	at("2026-11-23T12:00:00Z")
 	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
 	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2026-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n    - {name: burst, profile: karpenter-p5}\n"), 0o644)
-	r, err := Evaluate(f)
+	r, err := Evaluate(f, at("2026-11-23T12:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +278,7 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 		"pool `burst` (Karpenter): the in-cluster CronJob `gpucluster-expiry`",
 		"Until then the stack costs $110.48 per hour after `pulumi up`", // 2 × 55.04 + 0.10 + 0.045 + 2 × 0.1008 + 500 GiB of gp3
 		"these keep running: EKS control plane (Kubernetes 1.36), NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
-	at("2026-12-02T00:00:00Z")
-	if r, err = Evaluate(f); err != nil {
+	if r, err = Evaluate(f, at("2026-12-02T00:00:00Z")); err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, "REVIEW.md after the expiry", string(r.Files["REVIEW.md"]),
@@ -329,11 +326,9 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 // standard support ends before it costs the extended price then, and the version line warns.
 func TestReviewPricesWhatKeepsRunningOnTheExpirysDay(t *testing.T) {
 	clock, _ := time.Parse(time.RFC3339, "2026-11-23T12:00:00Z")
-	now = func() time.Time { return clock }
-	t.Cleanup(func() { now = time.Now })
 	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
 	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"1.34\"\n  gpucluster:expiresAt: \"2026-12-05T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
-	r, err := Evaluate(f)
+	r, err := Evaluate(f, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +349,7 @@ func TestEveryInlinePolicyIsReadable(t *testing.T) {
 	os.WriteFile(expiring, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2099-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
 	inline := 0
 	for _, f := range append(files, expiring) {
-		r, err := Evaluate(f)
+		r, err := Evaluate(f, testDay)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 			infos++
 		}
 	}
-	cost := topology.EstimateCost(s, now())
+	cost := topology.EstimateCost(s, s.At)
 	w("## Summary\n\n| | |\n|---|---|\n")
 	w("| Region | %s |\n", s.Region)
 	w("| Cluster | `%s`, EKS %s, private endpoint%s |\n", s.Cluster.Name, s.Cluster.KubernetesVersion, publicEndpoint(s.Cluster))
@@ -264,7 +264,7 @@ func guardNote(s topology.StackSpec) string {
 
 // costSection is the whole hourly cost, item by item; reserved capacity apart.
 func costSection(s topology.StackSpec) string {
-	c := topology.EstimateCost(s, now())
+	c := topology.EstimateCost(s, s.At)
 	var b strings.Builder
 	b.WriteString("## Cost\n\n| item | after `pulumi up` | at every pool's maximum | note |\n|---|---|---|---|\n")
 	for _, l := range c.Lines {
@@ -464,7 +464,7 @@ func expirySection(s topology.StackSpec) string {
 		b.WriteString("No expiry: the GPU pools run until `pulumi destroy`. Set `gpucluster:expiresAt` (or run `gpucluster expire --stack " + s.Stack + " --in 8h`) for an ephemeral cluster.\n\n")
 		return b.String()
 	}
-	if s.Expired(now()) {
+	if s.Expired(s.At) {
 		// The spec is already the one `pulumi up` applies now: every pool at zero.
 		fmt.Fprintf(&b, "The expiry passed at **%s UTC**: every GPU pool is at zero nodes, and `pulumi up` keeps it there until the expiry is extended (`gpucluster expire --stack %s --in 8h`, then `pulumi up`). The control plane, NAT gateway and system nodes keep running, and billing, until `pulumi destroy`.\n\n",
 			at.Format("2006-01-02 15:04"), s.Stack)
@@ -478,7 +478,7 @@ func expirySection(s topology.StackSpec) string {
 		}
 		fmt.Fprintf(&b, "- pool `%s` (managed node group): an EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` with desired and minimum size 0\n", p.Name)
 	}
-	c := topology.EstimateCost(s, now())
+	c := topology.EstimateCost(s, s.At)
 	remaining := 0.0
 	var items []string
 	// What keeps running is priced on the expiry's day: the control plane's version may have

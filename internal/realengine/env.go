@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -58,6 +59,10 @@ type Env struct {
 	home     string
 	backend  string
 	vars     map[string]string
+	// Clock is the instant the program judges the stack on; every gpucluster command Run starts
+	// its own clock there (GPUCLUSTER_AT), so the CLI and the program agree on the day, and
+	// neither depends on the day the tier runs. nil: the commands read this machine's clock.
+	Clock func() time.Time
 }
 
 // NewEnv makes a workspace under root for the project at projectDir.
@@ -222,6 +227,9 @@ func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...str
 	cmd.Env = os.Environ()
 	for k, v := range e.vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if e.Clock != nil {
+		cmd.Env = append(cmd.Env, "GPUCLUSTER_AT="+e.Clock().UTC().Format(time.RFC3339))
 	}
 	cmd.Stdin = stdin
 	var stderr strings.Builder

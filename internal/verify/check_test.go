@@ -14,7 +14,7 @@ import (
 // loadStack derives a stack of stacks/.
 func loadStack(t *testing.T, name string) topology.StackSpec {
 	t.Helper()
-	spec, err := topology.LoadStack(filepath.Join("..", "..", "stacks", "Pulumi."+name+".yaml"))
+	spec, err := topology.LoadStack(filepath.Join("..", "..", "stacks", "Pulumi."+name+".yaml"), testDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +206,8 @@ func TestEachFaultIsNamed(t *testing.T) {
 func TestAnExpiredStackWantsNoNodes(t *testing.T) {
 	spec := loadStack(t, "p5-efa")
 	c := builtToSpec(spec)
-	spec.Expiry = time.Now().Add(-time.Hour).UTC().Truncate(time.Minute).Format(time.RFC3339)
-	r := Check(spec.AtTime(time.Now()), c)
+	spec.Expiry = testDay.Add(-time.Hour).Format(time.RFC3339)
+	r := Check(spec.AtTime(testDay), c)
 	if len(r.Findings) == 0 || r.Findings[0].Code != CodeNodeCount || !strings.Contains(r.Findings[0].Message, "the plan has 0") {
 		t.Errorf("an expired stack with its nodes up: %+v", r.Findings)
 	}
@@ -228,7 +228,7 @@ func TestAnotherClusterIsSuspected(t *testing.T) {
 func BenchmarkCheck(b *testing.B) {
 	for _, n := range []int{16, 256, 1024} {
 		b.Run(fmt.Sprint(n, "-nodes"), func(b *testing.B) {
-			spec, err := topology.LoadStack(filepath.Join("..", "..", "stacks", "Pulumi.p5-efa.yaml"))
+			spec, err := topology.LoadStack(filepath.Join("..", "..", "stacks", "Pulumi.p5-efa.yaml"), testDay)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -85,7 +85,7 @@ func (d *Deployment) changeStep(ctx context.Context, step changeStep) {
 	if err := editPools(file, edits); err != nil {
 		d.t.Fatal(err)
 	}
-	spec, refused := topology.LoadStack(file)
+	spec, refused := topology.LoadStack(file, d.now())
 	var steps []string
 	err := d.watchSteps(&steps, d.up(ctx))
 	if refused != nil || step.refusal != "" {

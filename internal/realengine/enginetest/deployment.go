@@ -109,7 +109,10 @@ type Deployment struct {
 	Log   bytes.Buffer
 	// server is the cluster's API server.
 	server *kubeapi.Server
-	// clock is how far ahead of the wall clock the program judges the expiry (program.RunEngineAt).
+	// started is when the deployment began; its clock runs from tierDay as the wall clock does
+	// from started (now).
+	started time.Time
+	// clock is how far the program's and the CLI's clock has been moved on (an expiry that fired).
 	clock atomic.Int64
 	// live is the aws double's record of changes made outside Pulumi (awsdouble.EnvLive).
 	live string
@@ -117,8 +120,16 @@ type Deployment struct {
 	jobController bool
 }
 
-// now is the time the program runs at.
-func (d *Deployment) now() time.Time { return time.Now().Add(time.Duration(d.clock.Load())) }
+// tierDay is the instant every deployment's clock starts at, so that no stack's support window,
+// cost or expiry depends on the day the tier runs: Kubernetes 1.35 and 1.36 in EKS standard
+// support (components/topology's standardSupportEnds).
+var tierDay = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+
+// now is the instant the program runs at, and the gpucluster commands start their clocks at
+// (realengine.Env.Clock): tierDay plus the time since the deployment began and any move on.
+func (d *Deployment) now() time.Time {
+	return tierDay.Add(time.Since(d.started) + time.Duration(d.clock.Load()))
+}
 
 func Deploy(t *testing.T, name string) *Deployment { return deployWith(t, name, deployOptions{}) }
 
@@ -129,23 +140,25 @@ type deployOptions struct {
 
 func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 	t.Helper()
-	spec, err := topology.LoadStack(filepath.Join(ProjectDir, "stacks", "Pulumi."+name+".yaml"))
+	started := time.Now()
+	spec, err := topology.LoadStack(filepath.Join(ProjectDir, "stacks", "Pulumi."+name+".yaml"), tierDay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Deployment{t: t, name: name, spec: spec}
+	d := &Deployment{t: t, name: name, spec: spec, started: started}
 	server := StartCluster(t, spec)
 	d.server = server
 	if d.Env, err = realengine.NewEnv(t.TempDir(), ProjectDir, NeedTools(t), server); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Env.Close)
+	d.Env.Clock = d.now
 	for k, v := range opts.vars {
 		d.Env.SetEnv(k, v)
 	}
 	d.live = filepath.Join(t.TempDir(), "live.json")
 	d.Env.SetEnv(awsdouble.EnvLive, d.live)
-	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngineAt(d.Env.StackFile(name), d.now)); err != nil {
+	if d.Stack, err = d.Env.Stack(context.Background(), name, program.RunEngine(d.Env.StackFile(name), d.now)); err != nil {
 		t.Fatal(err)
 	}
 	return d

@@ -33,11 +33,7 @@ func deployedPools(spec topology.StackSpec) (map[string]topology.DeployedPool, e
 // replaces only when it ends. nil when there are none (a first up, or a stack last deployed
 // before the record existed).
 func previousPools(ctx *pulumi.Context) (map[string]topology.DeployedPool, error) {
-	self := ctx.Stack()
-	if org := ctx.Organization(); org != "" {
-		self = org + "/" + ctx.Project() + "/" + self
-	}
-	ref, err := pulumi.NewStackReference(ctx, self, &pulumi.StackReferenceArgs{})
+	ref, err := pulumi.NewStackReference(ctx, selfReference(ctx.Organization(), ctx.Project(), ctx.Stack()), &pulumi.StackReferenceArgs{})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +57,27 @@ func previousPools(ctx *pulumi.Context) (map[string]topology.DeployedPool, error
 		return nil, fmt.Errorf("the stack's last %s output is not what gpucluster records: %w", topology.OutputDeployedPools, err)
 	}
 	return pools, nil
+}
+
+// diyOrganization is the organization a DIY backend (file://, s3://, gs://, azblob://) reports
+// for every stack, in its legacy layout as in its project layout (pulumi pkg backend/diy
+// state.go: Target.Organization); the Go SDK reports it too when the engine passes none
+// (pulumi.Context.Organization).
+const diyOrganization = "organization"
+
+// selfReference names the stack in a StackReference to itself, in the form its backend reads as
+// this very stack. Pulumi Cloud: org/project/stack, since a bare name takes the user's default
+// organization, which need not own the stack (httpstate ParseStackReference). A DIY backend: the
+// bare stack name, the one form both layouts read as this stack: the legacy layout (no
+// .pulumi/meta.yaml, or version 0) parses the whole reference as a stack name, which has no '/'
+// (legacyReferenceStore.ParseReference: tokens.ParseStackName), and the project layout
+// (meta.yaml version 1) completes a bare name with "organization" and the current project, the
+// one whose Pulumi.yaml runs this program (projectReferenceStore.ParseReference).
+func selfReference(org, project, stack string) string {
+	if org == "" || org == diyOrganization {
+		return stack
+	}
+	return org + "/" + project + "/" + stack
 }
 
 // checkDeployedPools refuses, before anything is created or changed, what the previous up's

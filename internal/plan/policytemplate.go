@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -55,10 +56,18 @@ func policyTemplates(spec topology.StackSpec, planned []offline.Resource) (map[s
 			continue
 		}
 		text, _ := offline.Plain(r.Inputs["policy"]).(string)
-		for _, p := range placeholders {
-			text = strings.ReplaceAll(text, p.arn, p.text)
+		// Each made-up ARN is first masked by a mark that holds no name, and the placeholders,
+		// which name their resources, are written in only after the check: a cluster or pool name
+		// may hold the account's digits ("c-123456789012"), and the policy may name the cluster
+		// outside any ARN (Karpenter's tag conditions).
+		for i, p := range placeholders {
+			text = strings.ReplaceAll(text, p.arn, placeholderMark(i))
 		}
-		if strings.Contains(text, fakecloud.Account) {
+		left := madeUpAccount.MatchString(text)
+		for i, p := range placeholders {
+			text = strings.ReplaceAll(text, placeholderMark(i), p.text)
+		}
+		if left {
 			return nil, fmt.Errorf("%s: a made-up ARN in its policy names no resource of the stack: %s", r.Name, text)
 		}
 		var doc any
@@ -69,3 +78,11 @@ func policyTemplates(spec topology.StackSpec, planned []offline.Resource) (map[s
 	}
 	return out, nil
 }
+
+// placeholderMark stands for the i-th made-up ARN while the policy is checked: a NUL, which the
+// JSON text of a policy cannot hold unescaped, and a number, no name.
+func placeholderMark(i int) string { return fmt.Sprintf("\x00%d\x00", i) }
+
+// madeUpAccount is the made-up account where a policy holds an account: an ARN's account field
+// (between colons) or a whole JSON string. No cluster or pool name ([a-z0-9-]) makes either.
+var madeUpAccount = regexp.MustCompile(`:` + fakecloud.Account + `:|"` + fakecloud.Account + `"`)

@@ -188,11 +188,36 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 // EKSClusterType is the type of pulumi-eks's child that is the EKS cluster itself.
 const EKSClusterType = "aws:eks/cluster:Cluster"
 
+// AWSProviderVersion is the pulumi-aws provider this program's own resources ask the engine for:
+// the version of the pulumi-aws Go SDK in go.mod (its internal.PkgResourceDefaultOpts stamps it
+// on every resource; TestAWSProviderVersionIsGoMods holds the two together).
+const AWSProviderVersion = "6.83.2"
+
+// PulumiEKSAWSProviderVersion is the pulumi-aws provider pulumi-eks's children ask for: the
+// @pulumi/aws its released plugin bundles (pulumi-eks v2.8.1, nodejs/eks/yarn.lock resolves
+// @pulumi/aws 6.45.0; the plugin is built from that lock, Makefile bin/provider ←
+// nodejs/eks/node_modules ← yarn install), since @pulumi/aws stamps every resource it registers
+// with its own version (utilities.resourceOptsDefaults). Its eks.Cluster has no upgradePolicy.
+const PulumiEKSAWSProviderVersion = "6.45.0"
+
+// PulumiEKSChildAWSProviderVersion is the aws provider version that serves a pulumi-eks child of
+// the given type: the program's for the EKS cluster (withUpgradePolicy), the bundled one for
+// every other.
+func PulumiEKSChildAWSProviderVersion(typ string) string {
+	if typ == EKSClusterType {
+		return AWSProviderVersion
+	}
+	return PulumiEKSAWSProviderVersion
+}
+
 // withUpgradePolicy sets the cluster's upgrade policy (topology.UpgradePolicyExtended or
 // Standard) on pulumi-eks's EKS cluster child. pulumi-eks v2 does not expose it (pulumi-eks#1776,
-// fixed in v4, which needs pulumi-aws v7); pulumi-aws v6's eks.Cluster has it (upgradePolicy.
-// supportType), and a transform reaches a packaged component's children (Pulumi's transforms
-// resource option), applied by the engine as pulumi-eks registers the child.
+// fixed in v4, which needs pulumi-aws v7), and the aws provider its children ask for
+// (PulumiEKSAWSProviderVersion) has no such input: its bridge refuses the key at Check, before
+// the control plane exists. So the transform also has the child served by the program's own aws
+// provider (AWSProviderVersion), whose eks.Cluster has upgradePolicy.supportType. A transform
+// reaches a packaged component's children (Pulumi's transforms resource option), applied by the
+// engine as pulumi-eks registers the child; pulumi-eks's other children keep their version.
 func withUpgradePolicy(supportType string) pulumi.ResourceTransform {
 	return func(_ context.Context, args *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
 		if args.Type != EKSClusterType {
@@ -203,6 +228,8 @@ func withUpgradePolicy(supportType string) pulumi.ResourceTransform {
 			props[k] = v
 		}
 		props["upgradePolicy"] = pulumi.Map{"supportType": pulumi.String(supportType)}
-		return &pulumi.ResourceTransformResult{Props: props, Opts: args.Opts}
+		opts := args.Opts
+		opts.Version = AWSProviderVersion
+		return &pulumi.ResourceTransformResult{Props: props, Opts: opts}
 	}
 }

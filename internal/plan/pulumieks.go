@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpucluster/gpucluster/components/cluster"
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
@@ -71,10 +72,13 @@ func pulumiEKSSection(s topology.StackSpec) string {
 	var b strings.Builder
 	b.WriteString("## Inside pulumi-eks\n\n`eks:index:Cluster` is a component whose provider creates these AWS resources itself " +
 		"(pulumi-eks v2.8.1 with gpucluster's arguments; plan.json cannot show them offline, the real-engine tests check this list). " +
-		"Several are unused and cannot be turned off in that version; none grants anything to a running node.\n\n" +
-		"| type | name | count | what |\n|---|---|---:|---|\n")
+		"Several are unused and cannot be turned off in that version; none grants anything to a running node. " +
+		fmt.Sprintf("Each is served by the aws provider its column names: pulumi-eks's released plugin bundles @pulumi/aws %s, which every child asks for, "+
+			"except the EKS cluster, which gpucluster has served by the program's own aws provider %s: the cluster's upgrade policy (`upgradePolicy`) is an input of that version's eks.Cluster, not of the bundled one's. "+
+			"`pulumi up` installs both plugins.\n\n", cluster.PulumiEKSAWSProviderVersion, cluster.AWSProviderVersion) +
+		"| type | name | count | aws provider | what |\n|---|---|---:|---|---|\n")
 	for _, c := range ExpectedPulumiEKSChildren(s) {
-		fmt.Fprintf(&b, "| `%s` | `%s-%s` | %d | %s |\n", c.Type, s.Cluster.Name, c.Name, c.Count, c.What)
+		fmt.Fprintf(&b, "| `%s` | `%s-%s` | %d | %s | %s |\n", c.Type, s.Cluster.Name, c.Name, c.Count, cluster.PulumiEKSChildAWSProviderVersion(c.Type), c.What)
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -26,8 +26,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/gpucluster/gpucluster/internal/harness"
 	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble"
+	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble/schema"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 	"github.com/gpucluster/gpucluster/internal/realengine/registry"
 	"github.com/gpucluster/gpucluster/internal/realengine/tools"
@@ -59,6 +61,8 @@ type Env struct {
 	home     string
 	backend  string
 	vars     map[string]string
+	// AWSVersions are the aws provider versions the double serves: go.mod's, then pulumi-eks's.
+	AWSVersions []string
 	// Clock is the instant the program judges the stack on; every gpucluster command Run starts
 	// its own clock there (GPUCLUSTER_AT), so the CLI and the program agree on the day, and
 	// neither depends on the day the tier runs. nil: the commands read this machine's clock.
@@ -110,8 +114,7 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		e.Close()
 		return nil, err
 	}
-	awsVersion, err := awsProviderVersion()
-	if err != nil {
+	if e.AWSVersions, err = installAWSDoubles(e.home, tl.AWSDouble); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -124,10 +127,10 @@ func NewEnv(root, projectDir string, tl *tools.Tools, server *kubeapi.Server) (*
 		// configure, for Helm, and never removes it (provider pkg/provider/provider.go,
 		// writeKubeconfigToFile): a user's /tmp keeps one per run; the workspace's goes with it.
 		"TMPDIR": tmp,
-		// Every plugin is on PATH; the engine must never try to download one.
+		// Every plugin is on PATH or in the workspace's plugin directory; the engine must never
+		// try to download one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		record.EnvFile:        e.Record,
-		awsdouble.EnvVersion:  awsVersion,
 		awsdouble.EnvEndpoint: server.URL,
 		awsdouble.EnvCA:       base64.StdEncoding.EncodeToString(ca),
 		awsdouble.EnvToken:    server.Token(),
@@ -150,10 +153,46 @@ func (e *Env) Close() {
 	}
 }
 
+// installAWSDoubles installs the aws double as the aws plugin at every version a user's `pulumi
+// up` loads: go.mod's pulumi-aws (the program's own resources) and the one pulumi-eks's released
+// plugin bundles (its children: @pulumi/aws stamps each resource it registers with its own
+// version). Each goes where `pulumi plugin install resource aws <version>` puts it,
+// <PULUMI_HOME>/plugins/resource-aws-v<version>, and serves that version's schema (schema.Load
+// of the SDK at that version). It returns the versions, go.mod's first.
+func installAWSDoubles(home, double string) ([]string, error) {
+	program, err := awsProviderVersion()
+	if err != nil {
+		return nil, err
+	}
+	bundled, err := harness.BundledNPMVersion("@pulumi/aws")
+	if err != nil {
+		return nil, err
+	}
+	versions := []string{program}
+	if bundled != program {
+		versions = append(versions, bundled)
+	}
+	for _, v := range versions {
+		sdk, err := schema.SDKDir(v)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(home, "plugins", "resource-aws-v"+v)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		script := fmt.Sprintf("#!/bin/sh\nexport %s=%q %s=%q\nexec %q \"$@\"\n", awsdouble.EnvVersion, v, awsdouble.EnvSDK, sdk, double)
+		if err := os.WriteFile(filepath.Join(dir, "pulumi-resource-aws"), []byte(script), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return versions, nil
+}
+
 // awsProviderVersion is the pulumi-aws SDK version of go.mod: the plugin version the program asks
-// the engine for, which the aws double reports.
+// the engine for.
 func awsProviderVersion() (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/pulumi/pulumi-aws/sdk/v6")
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", harness.AWSSDKModule)
 	cmd.Dir = repoRoot()
 	out, err := cmd.Output()
 	if err != nil {
@@ -172,6 +211,9 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o644)
 }
+
+// Backend is the directory of the workspace's file backend (PULUMI_BACKEND_URL).
+func (e *Env) Backend() string { return e.backend }
 
 // SetEnv sets a variable of the environment the CLI, its plugins and the doubles run in; it
 // applies to stacks selected afterwards.

@@ -24,13 +24,19 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/gpucluster/gpucluster/internal/fakecloud"
+	"github.com/gpucluster/gpucluster/internal/realengine/awsdouble/schema"
 	"github.com/gpucluster/gpucluster/internal/realengine/record"
 )
 
 // Environment the harness sets for the double.
 const (
-	// EnvVersion is the plugin version the double reports (the pulumi-aws SDK's in go.mod).
+	// EnvVersion is the plugin version the double reports and serves: the engine starts one
+	// double per aws provider version it loads (go.mod's for the program's resources,
+	// pulumi-eks's bundled one for its children), each from the plugin directory of its version.
 	EnvVersion = "GPUCLUSTER_AWS_DOUBLE_VERSION"
+	// EnvSDK is the module directory of the pulumi-aws Go SDK at that version, whose schema
+	// Check holds every resource's inputs to (schema.Load).
+	EnvSDK = "GPUCLUSTER_AWS_DOUBLE_SDK"
 	// EnvEndpoint and EnvCA are what an EKS cluster answers as its endpoint and certificate
 	// authority (base64 PEM): the harness's real kube-apiserver, so that the kubeconfig
 	// pulumi-eks builds from them reaches it.
@@ -51,6 +57,7 @@ type Provider struct {
 
 	rec     *record.Writer
 	version string
+	schema  *schema.Schema
 	cluster clusterAnswer
 
 	mu     sync.Mutex
@@ -70,7 +77,16 @@ func New() (*Provider, error) {
 	if v == "" {
 		return nil, fmt.Errorf("aws double: %s is unset (the harness sets it to the pulumi-aws SDK version of go.mod)", EnvVersion)
 	}
-	return &Provider{rec: rec, version: v, cluster: clusterAnswer{endpoint: os.Getenv(EnvEndpoint), ca: os.Getenv(EnvCA)}}, nil
+	sdk, err := schema.Load(os.Getenv(EnvSDK))
+	if err != nil {
+		return nil, fmt.Errorf("aws double %s: %s: %w", v, EnvSDK, err)
+	}
+	return &Provider{rec: rec, version: v, schema: sdk, cluster: clusterAnswer{endpoint: os.Getenv(EnvEndpoint), ca: os.Getenv(EnvCA)}}, nil
+}
+
+// call is a record line of this double: the provider and the version that served it.
+func (p *Provider) call(op string) record.Call {
+	return record.Call{Provider: "aws", Version: p.version, Op: op}
 }
 
 var opts = plugin.MarshalOptions{KeepUnknowns: true, KeepSecrets: true, KeepResources: true, KeepOutputValues: true}
@@ -130,8 +146,37 @@ func (p *Provider) Configure(_ context.Context, req *pulumirpc.ConfigureRequest)
 	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true, AcceptResources: true, AcceptOutputs: true}, nil
 }
 
+// Check refuses what the aws provider of this version refuses before anything is created: an
+// input its resource type does not have, a required one missing, a value of another shape, all
+// read from the pulumi-aws SDK of this version (schema) and worded as the bridge words them. A
+// refused Check is recorded with its failures.
 func (p *Provider) Check(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
-	return &pulumirpc.CheckResponse{Inputs: req.GetNews()}, nil
+	urn := resource.URN(req.GetUrn())
+	typ := string(urn.Type())
+	t, err := p.schema.Resource(typ)
+	if err != nil {
+		return nil, fmt.Errorf("aws provider %s: %w", p.version, err)
+	}
+	news, err := unmarshal(req.GetNews())
+	if err != nil {
+		return nil, err
+	}
+	failures := schema.Check(t, urn.Name(), news)
+	if len(failures) == 0 {
+		return &pulumirpc.CheckResponse{Inputs: req.GetNews()}, nil
+	}
+	c := p.call("check")
+	c.Type, c.URN, c.Inputs = typ, string(urn), plain(news)
+	resp := &pulumirpc.CheckResponse{Inputs: req.GetNews()}
+	var reasons []string
+	for _, f := range failures {
+		// The bridge leaves the property empty and names the path in the reason.
+		resp.Failures = append(resp.Failures, &pulumirpc.CheckFailure{Reason: f.Reason})
+		reasons = append(reasons, f.Reason)
+	}
+	c.Error = strings.Join(reasons, "; ")
+	p.rec.Write(c)
+	return resp, nil
 }
 
 // replaceKeys are inputs whose change replaces an AWS resource rather than updating it (true of
@@ -198,7 +243,9 @@ func (p *Provider) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pul
 	typ := string(urn.Type())
 	id := fakecloud.ID(typ, string(urn))
 	out := p.computed(typ, urn.Name(), news, id, nil)
-	p.rec.Write(record.Call{Provider: "aws", Op: "create", Type: typ, URN: string(urn), ID: id, Inputs: plain(news)})
+	c := p.call("create")
+	c.Type, c.URN, c.ID, c.Inputs = typ, string(urn), id, plain(news)
+	p.rec.Write(c)
 	props, err := marshal(out)
 	return &pulumirpc.CreateResponse{Id: id, Properties: props}, err
 }
@@ -221,7 +268,9 @@ func (p *Provider) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pul
 	if typ == launchTemplateType {
 		out["latestVersion"] = nextTemplateVersion(olds, news)
 	}
-	p.rec.Write(record.Call{Provider: "aws", Op: "update", Type: typ, URN: string(urn), ID: req.GetId(), Inputs: plain(news)})
+	c := p.call("update")
+	c.Type, c.URN, c.ID, c.Inputs = typ, string(urn), req.GetId(), plain(news)
+	p.rec.Write(c)
 	props, err := marshal(out)
 	return &pulumirpc.UpdateResponse{Properties: props}, err
 }
@@ -244,7 +293,9 @@ func (p *Provider) computed(typ, name string, inputs resource.PropertyMap, id st
 }
 
 func (p *Provider) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
-	p.rec.Write(record.Call{Provider: "aws", Op: "read", Type: string(resource.URN(req.GetUrn()).Type()), URN: req.GetUrn(), ID: req.GetId()})
+	c := p.call("read")
+	c.Type, c.URN, c.ID = string(resource.URN(req.GetUrn()).Type()), req.GetUrn(), req.GetId()
+	p.rec.Write(c)
 	changed, err := liveChanges(req.GetUrn())
 	if err != nil || changed == nil {
 		return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, err
@@ -289,7 +340,9 @@ func liveChanges(urn string) (map[string]any, error) {
 
 func (p *Provider) Delete(_ context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
 	urn := resource.URN(req.GetUrn())
-	p.rec.Write(record.Call{Provider: "aws", Op: "delete", Type: string(urn.Type()), URN: string(urn), ID: req.GetId()})
+	c := p.call("delete")
+	c.Type, c.URN, c.ID = string(urn.Type()), string(urn), req.GetId()
+	p.rec.Write(c)
 	return &emptypb.Empty{}, nil
 }
 
@@ -302,7 +355,8 @@ func (p *Provider) Invoke(_ context.Context, req *pulumirpc.InvokeRequest) (*pul
 	region := p.region
 	p.mu.Unlock()
 	out, err := invoke(req.GetTok(), args, region)
-	call := record.Call{Provider: "aws", Op: "invoke", Token: req.GetTok(), Inputs: plain(args)}
+	call := p.call("invoke")
+	call.Token, call.Inputs = req.GetTok(), plain(args)
 	if err != nil {
 		call.Error = err.Error()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -120,6 +121,27 @@ type Deployment struct {
 	jobController bool
 }
 
+// EnvRecords names a directory where each deployment leaves the aws double's record of its
+// stack, <dir>/<stack>.jsonl: one call a line, with provider, version, op, type, urn, inputs.
+const EnvRecords = "GPUCLUSTER_TIER_RECORDS"
+
+// keepRecord copies a stack's record to EnvRecords' directory, when set.
+func keepRecord(t *testing.T, stack, record string) {
+	dir := os.Getenv(EnvRecords)
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(record)
+	if err == nil {
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			err = os.WriteFile(filepath.Join(dir, stack+".jsonl"), b, 0o644)
+		}
+	}
+	if err != nil {
+		t.Errorf("%s: keeping the record in %s=%s: %v", stack, EnvRecords, dir, err)
+	}
+}
+
 // tierDay is the instant every deployment's clock starts at, so that no stack's support window,
 // cost or expiry depends on the day the tier runs: Kubernetes 1.35 and 1.36 in EKS standard
 // support (components/topology's standardSupportEnds).
@@ -152,6 +174,7 @@ func deployWith(t *testing.T, name string, opts deployOptions) *Deployment {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Env.Close)
+	t.Cleanup(func() { keepRecord(t, name, d.Env.Record) })
 	d.Env.Clock = d.now
 	for k, v := range opts.vars {
 		d.Env.SetEnv(k, v)
@@ -276,6 +299,11 @@ func (d *Deployment) checkPulumiEKSChildren(calls []record.Call) {
 			continue
 		}
 		u := resource.URN(c.URN)
+		// Each child is served by the aws provider REVIEW.md names: the bundled one pulumi-eks
+		// asks for, the program's for the EKS cluster (the transform sets it).
+		if want := cluster.PulumiEKSChildAWSProviderVersion(string(u.Type())); c.Version != want {
+			d.t.Errorf("%s: pulumi-eks's %s %s was created by the aws provider %s, REVIEW.md says %s", d.name, u.Type(), u.Name(), c.Version, want)
+		}
 		// The upgrade policy reaches pulumi-eks's EKS cluster through the program's transform,
 		// which the engine applies as the pulumi-eks provider registers the child.
 		if string(u.Type()) == cluster.EKSClusterType {

@@ -3,6 +3,8 @@ package enginetest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/gpucluster/gpucluster/infra/offline"
 )
 
 // StackGroups divide stacks/ among the test packages internal/realengine/stacks/<group>, one test
@@ -40,6 +44,12 @@ var StackGroups = map[string][]string{
 	"gb200expiry":        {"gb200-nvl72/" + PartExpiry},
 }
 
+// diyLegacyLayout are the stacks whose file backend is in the DIY backend's legacy layout (no
+// project-scoped stacks), as a state store made before Pulumi 3.61 still is; every other stack's
+// is in the project layout. Each layout reads a stack reference its own way, and the stacks that
+// refer to themselves (their Capacity Block pools: mixed, gb200-nvl72) run one on each.
+var diyLegacyLayout = map[string]bool{"mixed": true}
+
 // The halves of a stack's run a group may hold (StackGroups).
 const (
 	PartLifecycle = "lifecycle"
@@ -67,7 +77,13 @@ func RunStackGroup(t *testing.T, group string) {
 			// hundreds of times per up, they took this test past go test's 10 minutes. Here the
 			// engine saves the state once, at the end (Pulumi's PULUMI_SKIP_CHECKPOINTS); the
 			// interrupted up of TestRealEngineInterruptedUp keeps every checkpoint.
-			d := deployWith(t, name, deployOptions{vars: map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}})
+			vars := map[string]string{"PULUMI_SKIP_CHECKPOINTS": "true"}
+			if diyLegacyLayout[name] {
+				// Pulumi's names for the legacy layout, and for using it past its deprecation
+				// (pulumi sdk go/common/env; pkg backend/diy backend.go).
+				vars["PULUMI_DIY_BACKEND_LEGACY_LAYOUT"], vars["PULUMI_DIY_BACKEND_IGNORE_DEPRECATION_ERROR"] = "1", "1"
+			}
+			d := deployWith(t, name, deployOptions{vars: vars})
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 
@@ -78,6 +94,7 @@ func RunStackGroup(t *testing.T, group string) {
 				d.Fail("pulumi up", err)
 			}
 			created := count(up.Summary.ResourceChanges, "create")
+			d.checkStateLayout(diyLegacyLayout[name])
 			d.checkPulumiEKSChildren(d.Calls())
 			d.checkChartNames(ctx)
 			d.checkComputeDomains(ctx)
@@ -118,9 +135,26 @@ func RunStackGroup(t *testing.T, group string) {
 			}
 			d.checkDestroyOrder(<-deletes)
 			d.CheckNothingLeft(ctx, d.Calls(), deletedWith, objects)
+			d.checkAWSProviderVersions(d.Calls())
 			t.Logf("real engine: %s: kubernetes provider %s: up %d resources, destroy %d deleted (%s)",
 				entry, d.Env.Tools.KubernetesProvider, created, count(down.Summary.ResourceChanges, "delete"), steps)
 		})
+	}
+}
+
+// checkStateLayout: the stack's state is where the DIY backend's layout puts it:
+// .pulumi/stacks/<stack>.json in the legacy layout, .pulumi/stacks/<project>/<stack>.json in the
+// project layout (pulumi pkg backend/diy store.go).
+func (d *Deployment) checkStateLayout(legacy bool) {
+	stacks := filepath.Join(d.Env.Backend(), ".pulumi", "stacks")
+	file := filepath.Join(stacks, offline.Project, d.name+".json")
+	if legacy {
+		file = filepath.Join(stacks, d.name+".json")
+	}
+	if _, err := os.Stat(file); err != nil {
+		found, _ := filepath.Glob(filepath.Join(stacks, "*", "*.json"))
+		top, _ := filepath.Glob(filepath.Join(stacks, "*.json"))
+		d.t.Errorf("%s: the DIY backend (legacy layout %v) has no state at %s: %v (state files: %v)", d.name, legacy, file, err, append(top, found...))
 	}
 }
 

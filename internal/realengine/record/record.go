@@ -18,7 +18,8 @@ const EnvFile = "GPUCLUSTER_DOUBLE_RECORD"
 // Call is one call of the engine to a provider double.
 type Call struct {
 	Provider string         `json:"provider"` // "aws"
-	Op       string         `json:"op"`       // create, update, delete, read, invoke, construct
+	Version  string         `json:"version"`  // the provider version that served the call
+	Op       string         `json:"op"`       // check (a refused one), create, update, delete, read, invoke
 	Type     string         `json:"type,omitempty"`
 	URN      string         `json:"urn,omitempty"`
 	ID       string         `json:"id,omitempty"`

@@ -15,12 +15,16 @@ import (
 )
 
 // Tools are the programs the real engine runs, in one directory that goes first on PATH:
-// pulumi, the provider plugins the engine looks up by name (pulumi-resource-aws, -kubernetes,
-// -eks), the aws CLI double pulumi-eks insists on, and gpucluster.
+// pulumi, the provider plugins the engine looks up by name (pulumi-resource-kubernetes, -eks),
+// the aws CLI double pulumi-eks insists on, and gpucluster; and the aws provider double.
 type Tools struct {
 	Bin string
 	// KubernetesProvider names the kubernetes provider binary and the version it reports.
 	KubernetesProvider string
+	// AWSDouble is the aws provider double, kept off PATH: the engine finds a plugin on PATH
+	// whatever version it asks for, and it must ask for two (realengine.Env installs one
+	// plugin directory per version, as `pulumi plugin install resource aws <version>` does).
+	AWSDouble string
 }
 
 // PulumiRoot is the directory whose bin/pulumi the Automation API runs.
@@ -74,9 +78,11 @@ func Prepare(root string) (*Tools, error) {
 	// engine), and so are the aws CLI stand-in (pulumi-eks checks its version; the kubeconfig
 	// runs its `eks get-token`) and the gpucluster CLI the walkthroughs run: go build's cache
 	// makes a rebuild cheap.
-	for name, pkg := range map[string]string{"pulumi-resource-aws": "./internal/realengine/cmd/pulumi-resource-aws",
-		"aws": "./internal/realengine/cmd/aws", "gpucluster": "./cmd/gpucluster"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(t.Bin, name), pkg)
+	t.AWSDouble = filepath.Join(root, "libexec", "pulumi-resource-aws")
+	for out, pkg := range map[string]string{t.AWSDouble: "./internal/realengine/cmd/pulumi-resource-aws",
+		filepath.Join(t.Bin, "aws"): "./internal/realengine/cmd/aws", filepath.Join(t.Bin, "gpucluster"): "./cmd/gpucluster"} {
+		name := filepath.Base(out)
+		build := exec.Command("go", "build", "-o", out, pkg)
 		build.Dir = harness.RepoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)

@@ -47,6 +47,10 @@ func main() {
 		os.Exit(1)
 	}
 	if *only == "" {
+		if err := downloadAWSSDK(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			os.Exit(1)
+		}
 		if err := compileOwnPrograms(); err != nil {
 			fmt.Fprintln(os.Stderr, "harness:", err)
 			os.Exit(1)
@@ -68,6 +72,22 @@ func compileOwnPrograms() error {
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	fmt.Printf("harness: %-11s compiled in %s wall, %s CPU (the gpucluster CLI and the aws provider double, this module)\n",
 		"gpucluster", time.Since(start).Round(time.Second), cpu.Round(time.Second))
+	return nil
+}
+
+// downloadAWSSDK puts the pulumi-aws SDK that pulumi-eks's plugin bundles into the module cache:
+// the aws double reads each version's schema from it (go.mod's version is there already).
+func downloadAWSSDK() error {
+	v, err := harness.BundledNPMVersion("@pulumi/aws")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := harness.DownloadAWSSDK(v); err != nil {
+		return err
+	}
+	fmt.Printf("harness: %-11s in the module cache in %s (the pulumi-aws Go SDK %s, the schema of the aws provider pulumi-eks's children ask for)\n",
+		"aws-sdk", time.Since(start).Round(time.Second), v)
 	return nil
 }
 

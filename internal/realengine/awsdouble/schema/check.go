@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -42,13 +43,8 @@ func Check(t *ObjectType, resourceName string, inputs resource.PropertyMap) []Fa
 }
 
 func checkObject(t *ObjectType, path string, props resource.PropertyMap, fs *[]Failure) {
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range props {
-			if !yield(string(k)) {
-				return
-			}
-		}
-	}) {
+	for _, key := range slices.Sorted(maps.Keys(props)) {
+		k := string(key)
 		if slices.Contains(reservedKeys, k) {
 			continue
 		}
@@ -57,15 +53,9 @@ func checkObject(t *ObjectType, path string, props resource.PropertyMap, fs *[]F
 			*fs = append(*fs, Failure{Path: join(path, k), Reason: "Invalid or unknown key"})
 			continue
 		}
-		checkValue(p.Type, join(path, k), props[resource.PropertyKey(k)], fs)
+		checkValue(p.Type, join(path, k), props[key], fs)
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range t.Properties {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(t.Properties)) {
 		p := t.Properties[name]
 		if !p.Required {
 			continue

@@ -228,7 +228,7 @@ func (p *sdkPackage) resource(tok string) (*ObjectType, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %s has no ElementType naming its private args struct", tok, args)
 	}
-	obj, err := p.object(private, map[string]bool{})
+	obj, err := p.object(private)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tok, err)
 	}
@@ -287,8 +287,8 @@ func tagName(f *ast.Field) string {
 	return name
 }
 
-// object resolves a struct of the package into an ObjectType; seen breaks recursive types.
-func (p *sdkPackage) object(goName string, seen map[string]bool) (*ObjectType, error) {
+// object resolves a struct of the package into an ObjectType.
+func (p *sdkPackage) object(goName string) (*ObjectType, error) {
 	if o, ok := p.objects[goName]; ok {
 		return o, nil
 	}
@@ -303,7 +303,7 @@ func (p *sdkPackage) object(goName string, seen map[string]bool) (*ObjectType, e
 		if name == "" {
 			continue
 		}
-		typ, required, err := p.fieldType(f.Type, seen)
+		typ, required, err := p.fieldType(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", goName, name, err)
 		}
@@ -314,16 +314,16 @@ func (p *sdkPackage) object(goName string, seen map[string]bool) (*ObjectType, e
 
 // fieldType is a field's type, and whether a nested object requires it (a non-pointer scalar
 // or struct: the SDK makes every optional one a pointer).
-func (p *sdkPackage) fieldType(e ast.Expr, seen map[string]bool) (*Type, bool, error) {
+func (p *sdkPackage) fieldType(e ast.Expr) (*Type, bool, error) {
 	switch e := e.(type) {
 	case *ast.StarExpr:
-		t, _, err := p.fieldType(e.X, seen)
+		t, _, err := p.fieldType(e.X)
 		return t, false, err
 	case *ast.ArrayType:
-		elem, _, err := p.fieldType(e.Elt, seen)
+		elem, _, err := p.fieldType(e.Elt)
 		return &Type{Kind: Array, Elem: elem}, false, err
 	case *ast.MapType:
-		elem, _, err := p.fieldType(e.Value, seen)
+		elem, _, err := p.fieldType(e.Value)
 		return &Type{Kind: Map, Elem: elem}, false, err
 	case *ast.InterfaceType:
 		return &Type{Kind: Any}, false, nil
@@ -340,7 +340,7 @@ func (p *sdkPackage) fieldType(e ast.Expr, seen map[string]bool) (*Type, bool, e
 		case "bool":
 			return &Type{Kind: Bool}, true, nil
 		}
-		o, err := p.object(e.Name, seen)
+		o, err := p.object(e.Name)
 		if err != nil {
 			return nil, false, err
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/benchrun"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/verify"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // benchCluster is a cluster as `pulumi up` leaves it for bench run, in the harness: the real

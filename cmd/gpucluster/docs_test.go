@@ -13,8 +13,8 @@ import (
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/trainer"
-	"github.com/gpucluster/gpucluster/internal/docblocks"
 	"github.com/gpucluster/gpucluster/internal/preflight"
+	"github.com/gpucluster/gpucluster/test/docblocks"
 )
 
 // exitNote is the exit code a command's trailing comment states ("# exit 1").

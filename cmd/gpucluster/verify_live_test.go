@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/topology"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
 	"github.com/gpucluster/gpucluster/internal/verify"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestVerifyReadsARealAPIServer runs the command against a real kube-apiserver with the

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // notGranted are the methods of Karpenter's AWS client interfaces that the controller policy

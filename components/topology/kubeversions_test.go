@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestKubernetesVersionsComeFromData holds the accepted versions to the data that bounds them:

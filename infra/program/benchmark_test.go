@@ -22,7 +22,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/infra/offline"
 	"github.com/gpucluster/gpucluster/internal/k8sobj"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestMPIOperator: the operator is the release the test server's CRD comes from, its

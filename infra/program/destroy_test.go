@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/infra/offline"
-	"github.com/gpucluster/gpucluster/internal/destroyorder"
+	"github.com/gpucluster/gpucluster/test/destroyorder"
 )
 
 // deletedAfter returns, for a resource, every resource `pulumi destroy` deletes after it: Pulumi
@@ -36,7 +36,7 @@ func deletedAfter(res []offline.Resource, urn string) map[string]bool {
 }
 
 // TestDestroyOrder: in every stack, each resource a destroy-order rule names as a user
-// (internal/destroyorder) has every resource it needs among those deleted after it, as the engine
+// (test/destroyorder) has every resource it needs among those deleted after it, as the engine
 // recorded the dependencies.
 func TestDestroyOrder(t *testing.T) {
 	for _, file := range stackFiles(t) {

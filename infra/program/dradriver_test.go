@@ -10,7 +10,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/dradriver"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestDRADriver: the NVIDIA DRA driver the program installs is the release whose CRDs the test
@@ -18,7 +18,7 @@ import (
 // value the program sets; exactly the stacks with an UltraServer pool install it, with each such
 // pool's ComputeDomain following the chart and going with the cluster.
 func TestDRADriver(t *testing.T) {
-	gomod, err := os.ReadFile("../../internal/kubeapi/build/crds/go.mod")
+	gomod, err := os.ReadFile("../../test/kubeapi/build/crds/go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/topology"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestHealthGateActsOnlyOnItsOwnNode runs the gate container's script, as the program renders it,

@@ -17,7 +17,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -30,7 +30,7 @@ var (
 func apiServer(t *testing.T) *kubeapi.Server {
 	t.Helper()
 	kubeOnce.Do(func() {
-		if os.Getenv(kubeapi.EnvSkip) == "1" && os.Getenv("CI") != "true" {
+		if kubeapi.Skipped() != "" {
 			return
 		}
 		s, err := kubeapi.Start()
@@ -40,7 +40,7 @@ func apiServer(t *testing.T) *kubeapi.Server {
 		kubeServer = s
 	})
 	if kubeServer == nil {
-		t.Skipf("%s=1: skipping the real kube-apiserver tests (never skipped under CI)", kubeapi.EnvSkip)
+		t.Skip(kubeapi.Skipped())
 	}
 	return kubeServer
 }

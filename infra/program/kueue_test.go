@@ -13,7 +13,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // TestKueue: the Kueue the program installs is the release the test server's CRDs and manager

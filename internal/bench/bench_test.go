@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/scanbaseline"
+	"github.com/gpucluster/gpucluster/test/scanbaseline"
 )
 
 // BenchmarkParsePerf reads two launcher logs, each beside a plain scan of the same bytes (lines

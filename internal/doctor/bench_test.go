@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpucluster/gpucluster/internal/scanbaseline"
+	"github.com/gpucluster/gpucluster/test/scanbaseline"
 )
 
 // BenchmarkParse reads two large logs, each beside a plain scan of the same bytes (lines holding

@@ -23,9 +23,9 @@ const root = "../.."
 // on the same instant, and a test that sets the instant decides every date the code sees.
 var wallClockReaders = []string{"cmd/gpucluster/clock.go", "infra/main.go"}
 
-// machinery are the test harness's packages: they measure their own deadlines and give the
-// certificates they make a lifetime from their own run; they judge no date of a stack.
-var machinery = []string{"internal/harness", "internal/kubeapi", "internal/realengine", "test"}
+// machinery is the test harness and tier (test/): it measures its own deadlines and gives the
+// certificates it makes a lifetime from its own run; it judges no date of a stack.
+var machinery = []string{"test"}
 
 // wallClockFuncs read the wall clock: Now itself, and Since and Until, which call it.
 var wallClockFuncs = []string{"Now", "Since", "Until"}

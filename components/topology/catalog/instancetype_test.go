@@ -11,7 +11,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/gpucluster/gpucluster/internal/kubeapi"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 // The instance types the catalog must hold (issue: topology core, §1).

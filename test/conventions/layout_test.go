@@ -1,0 +1,58 @@
+package conventions
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// modulePath is this repository's Go module.
+const modulePath = "github.com/gpucluster/gpucluster"
+
+// TestNothingThatShipsImportsTheTests: no Go file outside test/, other than a _test.go file, imports
+// a package under test/. test/ holds the harness, the Kubernetes and AWS stand-ins and the
+// real-engine tier (test/README.md); what the CLI and the Pulumi program ship must build without
+// them, so the arrow points one way: the tests import the product, never the reverse.
+func TestNothingThatShipsImportsTheTests(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if e.IsDir() {
+			if name := e.Name(); rel != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || rel == "test") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, spec := range f.Imports {
+			imp, _ := strconv.Unquote(spec.Path.Value)
+			if imp == modulePath+"/test" || strings.HasPrefix(imp, modulePath+"/test/") {
+				t.Errorf("%s:%d imports %s: what ships may not import the test harness (test/); move what both need out of test/, or the import into a _test.go file",
+					rel, fset.Position(spec.Pos()).Line, imp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d Go files: the walk from %s missed the tree", checked, root)
+	}
+}

@@ -1,0 +1,13 @@
+// Package p4dpodpergpuexpiry_test runs the stacks of the "p4dpodpergpuexpiry" group (stackgroups.Groups) through
+// the real Pulumi CLI and engine, in a test binary of its own.
+package p4dpodpergpuexpiry_test
+
+import (
+	"testing"
+
+	"github.com/gpucluster/gpucluster/test/realengine/enginetest"
+)
+
+func TestMain(m *testing.M) { enginetest.Main(m) }
+
+func TestRealEngineStacks(t *testing.T) { enginetest.RunStackGroup(t, "p4dpodpergpuexpiry") }

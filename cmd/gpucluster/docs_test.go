@@ -300,3 +300,33 @@ func TestDocumentedVersionsAreThePins(t *testing.T) {
 		}
 	}
 }
+
+// markdownLink is a Markdown link's target: [text](target).
+var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocumentLinksResolve: every link from README.md, docs/ and test/README.md to a file of the
+// repository names one that exists (the part before any #anchor), so a move leaves no dead link.
+func TestDocumentLinksResolve(t *testing.T) {
+	docs, _ := filepath.Glob("../../docs/*.md")
+	docs = append(docs, "../../README.md", "../../test/README.md")
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(b), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist: fix the link or restore the file", strings.TrimPrefix(doc, "../../"), m[1])
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d links: the documents' links were not read", checked)
+	}
+}

@@ -79,8 +79,11 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 						// manager's 127.0.0.1 command port, and NVSwitch is reached through /dev.
 						HostPID:           pulumi.Bool(true),
 						PriorityClassName: pulumi.String("system-node-critical"),
-						Affinity:          k8sargs.OnPools(pools),
-						Tolerations:       k8sargs.Tolerations(pools),
+						// It never calls the API server (the health gate lifts the taint): no
+						// token of kube-system/default in a privileged host-PID pod.
+						AutomountServiceAccountToken: pulumi.Bool(false),
+						Affinity:                     k8sargs.OnPools(pools),
+						Tolerations:                  k8sargs.Tolerations(pools),
 						Containers: corev1.ContainerArray{corev1.ContainerArgs{
 							Name:    pulumi.String("fabricmanager"),
 							Image:   pulumi.String(BaseImage),

@@ -27,7 +27,8 @@ const gateUser = "system:serviceaccount:" + k8sargs.Namespace + ":" + ServiceAcc
 // ownNodeRules are the policy's checks, each a CEL expression with its message. RBAC cannot name
 // a DaemonSet's node (any node may run it), so RBAC grants patch on nodes and create on events,
 // and these narrow both: the node the pod's own token names; on it nothing but the removal of
-// the health taint and the health label; events about that node only.
+// the health taint and the health label (no other taint or label, annotation, owner reference,
+// finalizer or schedulability); events about that node only.
 func ownNodeRules() []struct{ expr, message string } {
 	taint, label := topology.HealthTaint.Key, topology.LabelHealthFailed
 	isNodes, isEvents := `request.resource.resource != "nodes" || `, `request.resource.resource != "events" || `
@@ -42,9 +43,13 @@ func ownNodeRules() []struct{ expr, message string } {
 		{isNodes + fmt.Sprintf(`variables.oldLabels.all(k, k == %[1]q || (k in variables.newLabels && variables.newLabels[k] == variables.oldLabels[k])) && `+
 			`variables.newLabels.all(k, k == %[1]q || k in variables.oldLabels)`, label),
 			"the health gate may change no label but " + label},
+		// An owner reference to an object that does not exist gets the Node garbage-collected,
+		// with its pods; a finalizer leaves a deleted Node Terminating: the gate touches neither.
 		{isNodes + `object.metadata.?annotations.orValue({}) == oldObject.metadata.?annotations.orValue({}) && ` +
+			`object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]) && ` +
+			`object.metadata.?finalizers.orValue([]) == oldObject.metadata.?finalizers.orValue([]) && ` +
 			`object.spec.?unschedulable.orValue(false) == oldObject.spec.?unschedulable.orValue(false)`,
-			"the health gate may not change a node's annotations or schedulability"},
+			"the health gate may not change a node's annotations, owner references, finalizers or schedulability"},
 		{isEvents + `object.involvedObject.kind == "Node" && object.involvedObject.name == variables.userNode`,
 			"the health gate may only report events about the node its pod runs on"},
 	}

@@ -164,8 +164,12 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 		// which `gpucluster verify` reports.
 		Metadata: k8sargs.WithSkipAwait(k8sargs.Metadata(DaemonSetName(p.Name), k8sargs.Namespace, labels)),
 		Spec: &appsv1.DaemonSetSpecArgs{
-			Selector:       &metav1.LabelSelectorArgs{MatchLabels: podLabels(p)},
-			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")}, // a restart only checks again
+			Selector: &metav1.LabelSelectorArgs{MatchLabels: podLabels(p)},
+			// OnDelete: a node is checked once, when it joins, or again when its gate pod is
+			// deleted (kubectl delete pod, docs/operations.md). A rolling update would re-run the
+			// checks under running jobs whenever the gate changes: the CUDA sample then meets GPUs
+			// a job holds, fails, and labels a healthy busy node failed.
+			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("OnDelete")},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: podLabels(p)},
 				Spec: &corev1.PodSpecArgs{

@@ -27,8 +27,8 @@ import (
 // shows; once every check passes, the label goes, the taint is lifted (every other stays) and a
 // Normal event says so; a restarted pod finds nothing to lift. On node B it is refused with the
 // policy's 403 and says so, and B is untouched. Other writes the RBAC grants would allow are
-// refused too: another label, another taint, an annotation, an event about B, a token bound to
-// no pod.
+// refused too: another label, another taint, an annotation, an owner reference, a finalizer,
+// cordoning, an event about B, a token bound to no pod.
 func TestHealthGateActsOnlyOnItsOwnNode(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "kubectl"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -123,7 +123,11 @@ func TestHealthGateActsOnlyOnItsOwnNode(t *testing.T) {
 		{"another taint", token, "PATCH", "/api/v1/nodes/" + own, "application/json-patch+json", removeAt(2, "example.com/other"), "may only remove " + topology.HealthTaint.Key},
 		{"another label", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", label("example.com/x", "y"), "may change no label but " + topology.LabelHealthFailed},
 		{"the pool label", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", label(topology.LabelPool, "other"), "may change no label but"},
-		{"an annotation", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", `{"metadata":{"annotations":{"example.com/a":"b"}}}`, "annotations or schedulability"},
+		{"an annotation", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", `{"metadata":{"annotations":{"example.com/a":"b"}}}`, "may not change a node's annotations"},
+		{"an owner reference", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json",
+			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000001"}]}}`, "owner references"},
+		{"a finalizer", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", `{"metadata":{"finalizers":["example.com/hold"]}}`, "finalizers"},
+		{"cordoning", token, "PATCH", "/api/v1/nodes/" + own, "application/merge-patch+json", `{"spec":{"unschedulable":true}}`, "schedulability"},
 		{"the health label on another node", token, "PATCH", "/api/v1/nodes/" + other, "application/merge-patch+json", label(topology.LabelHealthFailed, "gpu-count"), "only the node its pod runs on"},
 		{"an event about another node", token, "POST", events, "application/json", event(other), "only report events about the node its pod runs on"},
 	} {

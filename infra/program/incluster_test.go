@@ -332,6 +332,9 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 	if pod["serviceAccountName"] != nil || strings.Contains(script, "curl") {
 		t.Errorf("fabric manager calls the API server: %v", pod)
 	}
+	if pod["automountServiceAccountToken"] != false {
+		t.Errorf("fabric manager mounts a service account token it never uses (automountServiceAccountToken %v)", pod["automountServiceAccountToken"])
+	}
 	// Images that run fabric manager on the host get no DaemonSet.
 	for _, stack := range []string{"p5-efa", "p4d-efa"} {
 		for _, r := range evaluate(t, "../../stacks/Pulumi."+stack+".yaml").ofType("kubernetes:apps/v1:DaemonSet") {
@@ -356,6 +359,11 @@ func TestHealthGateDaemonSets(t *testing.T) {
 			md := r.Input("metadata").(map[string]any)
 			if strings.HasPrefix(str(md["name"]), healthgate.GateName) {
 				gates[str(md["name"])] = r.Inputs.Mappable()
+				// Checked once per node: a rolling update would re-run the CUDA sample on GPUs
+				// that running jobs hold, and label a healthy busy node failed.
+				if u := r.Input("spec").(map[string]any)["updateStrategy"]; str(u) != str(map[string]any{"type": "OnDelete"}) {
+					t.Errorf("%s: %s: update strategy %v: a changed gate would re-check nodes under running jobs (want OnDelete)", stack, md["name"], u)
+				}
 				if md["annotations"].(map[string]any)["pulumi.com/skipAwait"] != "true" {
 					t.Errorf("%s: %s: pulumi up waits on the nodes' health", stack, md["name"])
 				}

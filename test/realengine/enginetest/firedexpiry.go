@@ -35,7 +35,7 @@ func (d *Deployment) checkFiredExpiry(ctx context.Context) {
 	if len(d.karpenterPools()) > 0 {
 		d.runExpiryJob(ctx)
 		// The Job, not the next up, stopped the NodePools: the up below meets its field manager.
-		d.checkNodePoolLimits("after the expiry Job ran", stopped)
+		d.checkNodePoolLimits("after the expiry Job ran", stopped, expiryJobManager)
 	}
 	d.clock.Store(int64(2 * time.Hour))
 
@@ -50,7 +50,7 @@ func (d *Deployment) checkFiredExpiry(ctx context.Context) {
 			}
 		}
 	}
-	d.checkNodePoolLimits("after the expiry", stopped)
+	d.checkNodePoolLimits("after the expiry", stopped, expiryJobManager)
 
 	d.expire(ctx, "8h")
 	before := len(d.Calls())
@@ -74,7 +74,7 @@ func (d *Deployment) checkFiredExpiry(ctx context.Context) {
 		}
 	}
 	d.setLive(nil) // EKS now reports what the up set
-	d.checkNodePoolLimits("after extending the expiry", func(p topology.PoolSpec) string { return fmt.Sprint(p.Scaling.GPULimit) })
+	d.checkNodePoolLimits("after extending the expiry", func(p topology.PoolSpec) string { return fmt.Sprint(p.Scaling.GPULimit) }, pulumiManager)
 }
 
 func (d *Deployment) up(ctx context.Context) func(chan<- events.EngineEvent) error {
@@ -178,8 +178,21 @@ func (d *Deployment) runExpiryJob(ctx context.Context) {
 	}
 }
 
-// checkNodePoolLimits: every Karpenter pool's NodePool in the cluster has the GPU limit want says.
-func (d *Deployment) checkNodePoolLimits(when string, want func(topology.PoolSpec) string) {
+// The field managers of a NodePool's GPU limit (metadata.managedFields): kubectl patch's
+// default (the expiry Job's `kubectl patch`, an Update), and the prefix of the one
+// pulumi-kubernetes applies with (server-side apply).
+const (
+	expiryJobManager = "kubectl-patch"
+	pulumiManager    = "pulumi-kubernetes"
+)
+
+// checkNodePoolLimits: every Karpenter pool's NodePool in the cluster has the GPU limit want says,
+// and the field manager manager (a name, or the prefix of one) alone owns it. That is what the
+// expiry relies on: after the Job, its patch owns the limit (the Job stopped the pool, not an up);
+// after the up that extends the expiry, pulumi-kubernetes owns it again and the Job's manager
+// owns nothing of it, so the next change of the limit in the stack applies without a
+// server-side-apply conflict. A provider or kubectl upgrade that changes either fails here.
+func (d *Deployment) checkNodePoolLimits(when string, want func(topology.PoolSpec) string, manager string) {
 	for _, p := range d.karpenterPools() {
 		np, err := d.server.Get(map[string]any{"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
 			"metadata": map[string]any{"name": topology.PoolResourceName(d.spec.Cluster.Name, p.Name)}})
@@ -192,5 +205,28 @@ func (d *Deployment) checkNodePoolLimits(when string, want func(topology.PoolSpe
 		if got := fmt.Sprint(limits[topology.ResourceGPU]); got != want(p) {
 			d.t.Errorf("%s: %s: NodePool of pool %s has %s limit %s, want %s", d.name, when, p.Name, topology.ResourceGPU, got, want(p))
 		}
+		owners := gpuLimitManagers(np)
+		d.t.Logf("%s: %s: NodePool of pool %s: %s limit managed by %v", d.name, when, p.Name, topology.ResourceGPU, owners)
+		if len(owners) != 1 || !strings.HasPrefix(owners[0], manager) {
+			d.t.Errorf("%s: %s: NodePool of pool %s: the %s limit is managed by %v, want %s alone (metadata.managedFields %v)",
+				d.name, when, p.Name, topology.ResourceGPU, owners, manager, np["metadata"].(map[string]any)["managedFields"])
+		}
 	}
+}
+
+// gpuLimitManagers are the field managers whose managedFields entry holds
+// spec.limits["nvidia.com/gpu"], each as "<manager> (<operation>)".
+func gpuLimitManagers(np map[string]any) []string {
+	var owners []string
+	entries, _ := np["metadata"].(map[string]any)["managedFields"].([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		fields, _ := entry["fieldsV1"].(map[string]any)
+		spec, _ := fields["f:spec"].(map[string]any)
+		limits, _ := spec["f:limits"].(map[string]any)
+		if _, ok := limits["f:"+topology.ResourceGPU]; ok {
+			owners = append(owners, fmt.Sprintf("%v (%v)", entry["manager"], entry["operation"]))
+		}
+	}
+	return owners
 }

@@ -166,7 +166,7 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 		Spec: &appsv1.DaemonSetSpecArgs{
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: podLabels(p)},
 			// OnDelete: a node is checked once, when it joins, or again when its gate pod is
-			// deleted (kubectl delete pod, docs/operations.md). A rolling update would re-run the
+			// deleted (kubectl delete pod, docs/deploy.md). A rolling update would re-run the
 			// checks under running jobs whenever the gate changes: the CUDA sample then meets GPUs
 			// a job holds, fails, and labels a healthy busy node failed.
 			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("OnDelete")},

@@ -171,14 +171,19 @@ func newNodeGroup(ctx *pulumi.Context, name, base string, spec topology.PoolSpec
 	if spec.Capacity.InstanceTypeInLaunchTemplate {
 		instanceTypes = nil // the launch template names it; EKS refuses both
 	}
+	var release pulumi.StringPtrInput // "": EKS takes the newest release for the cluster version
+	if v := spec.AMI.NodeGroupReleaseVersion; v != "" {
+		release = pulumi.StringPtr(v)
+	}
 	return awseks.NewNodeGroup(ctx, name, &awseks.NodeGroupArgs{
-		ClusterName:   args.ClusterName,
-		NodeGroupName: pulumi.String(base),
-		NodeRoleArn:   args.NodeRoleARN,
-		SubnetIds:     args.SubnetIDs,
-		AmiType:       pulumi.String(spec.AMI.NodeGroupAMIType),
-		InstanceTypes: instanceTypes,
-		CapacityType:  pulumi.String(capacity),
+		ReleaseVersion: release,
+		ClusterName:    args.ClusterName,
+		NodeGroupName:  pulumi.String(base),
+		NodeRoleArn:    args.NodeRoleARN,
+		SubnetIds:      args.SubnetIDs,
+		AmiType:        pulumi.String(spec.AMI.NodeGroupAMIType),
+		InstanceTypes:  instanceTypes,
+		CapacityType:   pulumi.String(capacity),
 		ScalingConfig: awseks.NodeGroupScalingConfigArgs{
 			MinSize: pulumi.Int(spec.Scaling.MinNodes), MaxSize: pulumi.Int(spec.Scaling.MaxNodes), DesiredSize: pulumi.Int(spec.Scaling.DesiredNodes),
 		},

@@ -29,30 +29,38 @@ const NVIDIAModuleOptionsFile = "/etc/modprobe.d/50-gpucluster-nvidia.conf"
 const grdmaOverrideLastBranch = 594
 
 // setNVIDIAModuleOptions gives an EFA pool on a Grace GPU the topology override its driver needs
-// for GPUDirect RDMA over EFA through the node's user data, or a warning where the override no
-// longer acts (an R595 or newer custom image). driver is the stack's nvidiaDriverVersion, which
-// only custom images run; the EKS images run the pinned release's, DefaultNVIDIADriverVersion.
+// for GPUDirect RDMA over EFA through the node's user data. On the EKS image it also pins the
+// node group to the release whose 580 driver the override is chosen for (NodeImageRelease):
+// managed node groups otherwise take EKS's newest release when created, and when that moves to
+// an R595 driver new nodes lose GPUDirect RDMA over EFA without a word. A custom image must state
+// a driver before R595 (its nvidiaDriverVersion): from R595 the override no longer acts, and
+// NVIDIA calls R595 "backward incompatible with P6e-GB200 EFA" (AICR PR #2439, citing the
+// 595.91.07 release notes; it reproduced the NCCL abort), so such a pool is refused.
 // (Bottlerocket and Karpenter, which would need another way in, are refused on these types:
 // validateUltraServer.)
-func setNVIDIAModuleOptions(p *PoolSpec, driver string) {
+func setNVIDIAModuleOptions(p *PoolSpec, st Stack, pool Pool) error {
 	if !p.Instance.GPUCPUCoherent || p.Network.EFAInterfaces == 0 {
-		return
+		return nil
 	}
+	driver := st.DriverVersion
 	if p.AMI.Family != AMICustom {
 		driver = DefaultNVIDIADriverVersion
+		p.AMI.NodeGroupReleaseVersion = NodeImageRelease(st.Cluster.KubernetesVersion)
+		p.AMI.ReleaseVersionReason = fmt.Sprintf("the EKS image release %s, whose driver %s takes %s (GPUDirect RDMA over EFA on %s); a newer release may ship R595, which refuses it",
+			AL2023Release, driver, GrdmaTopologyOverride, p.Instance.Name)
 	}
-	branch := atoi(strings.SplitN(driver, ".", 2)[0])
-	switch {
-	case branch > grdmaOverrideLastBranch:
-		p.Findings = append(p.Findings, Finding{Severity: SeverityWarning, Code: FindingGPUDirectRDMAOff,
-			Message: fmt.Sprintf("driver %s (R%d) ignores %s and lets EFA map GPU memory on %s only through a shared IOMMU group, which p6e nodes do not have (NVIDIA AICR, citing the 595.91.07 release notes): GPUDirect RDMA over EFA would be off; use a 580-branch driver",
-				driver, branch, GrdmaTopologyOverride, p.Instance.Name)})
-	default:
-		p.AMI.NVIDIAModuleOptions = []string{GrdmaTopologyOverride}
-		p.AMI.ModuleOptionsReason = fmt.Sprintf("GPUDirect RDMA over EFA on %s with driver %s: the driver checks that EFA and the GPU share an IOMMU group, which they do not here; the override lets EFA map GPU memory (NVIDIA AICR; the EKS image does not set it)",
-			p.Instance.Name, driver)
+	if branch := atoi(strings.SplitN(driver, ".", 2)[0]); branch > grdmaOverrideLastBranch {
+		line := st.driverLine
+		if line == 0 {
+			line = pool.typeLine
+		}
+		return ConfigErrors{{File: st.File, Line: line, Key: KeyNVIDIADriverVersion,
+			Message: fmt.Sprintf("pool %s: driver %s (R%d) breaks GPUDirect RDMA over EFA on %s: it ignores %s and needs the GPU and EFA in one IOMMU group, which p6e nodes do not have; NVIDIA calls R595 backward incompatible with P6e-GB200 EFA (595.91.07 release notes)",
+				pool.Name, driver, branch, p.Instance.Name, GrdmaTopologyOverride),
+			Fix: "build the custom image with a 580-branch driver and set nvidiaDriverVersion to it, or use amiFamily: al2023-nvidia (pinned to release " + AL2023Release + ", driver " + DefaultNVIDIADriverVersion + ")"}}
 	}
+	p.AMI.NVIDIAModuleOptions = []string{GrdmaTopologyOverride}
+	p.AMI.ModuleOptionsReason = fmt.Sprintf("GPUDirect RDMA over EFA on %s with driver %s: the driver checks that EFA and the GPU share an IOMMU group, which they do not here; the override lets EFA map GPU memory (NVIDIA AICR; the EKS image does not set it)",
+		p.Instance.Name, driver)
+	return nil
 }
-
-// FindingGPUDirectRDMAOff: a pool whose EFA transfers cannot use GPUDirect RDMA.
-const FindingGPUDirectRDMAOff = "gpudirect-rdma-off"

@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology/catalog"
 )
 
 // NodeRepairSpec is whether EKS node auto repair acts on a pool's nodes, and why. With it on,
@@ -19,17 +21,32 @@ type NodeRepairSpec struct {
 
 // deriveNodeRepair decides a pool's node repair: the pool's nodeRepair key, else on for a
 // long-lived stack and off for a benchmark stack, where a node replaced mid-run would end the
-// run or skew its numbers.
-func deriveNodeRepair(key *bool, benchmarks bool) NodeRepairSpec {
+// run or skew its numbers. Its reason says what repair covers on the pool's CPU architecture
+// (repairCovers).
+func deriveNodeRepair(key *bool, benchmarks bool, arch string) NodeRepairSpec {
 	switch {
 	case key != nil && *key:
-		return NodeRepairSpec{Enabled: true, Reason: "nodeRepair: true"}
+		return NodeRepairSpec{Enabled: true, Reason: "nodeRepair: true: " + repairCovers(arch)}
 	case key != nil:
 		return NodeRepairSpec{Reason: "nodeRepair: false: a failed node stays until someone replaces it"}
 	case benchmarks:
 		return NodeRepairSpec{Reason: "off in a benchmark stack (benchmarks enabled): a node replaced mid-run would end the run or skew its numbers; set nodeRepair: true to repair anyway"}
 	}
-	return NodeRepairSpec{Enabled: true, Reason: "on by default: EKS replaces a node whose GPU fails (the node monitoring agent's AcceleratedHardwareReady, 10 minutes) or that stays NotReady (30 minutes)"}
+	return NodeRepairSpec{Enabled: true, Reason: "on by default: " + repairCovers(arch)}
+}
+
+// repairCovers says what EKS node repair acts on for nodes of an architecture. The node
+// monitoring agent reads GPU faults through a DCGM server its chart runs on amd64 nodes only
+// (aws/eks-node-monitoring-agent charts/eks-node-monitoring-agent/values.yaml,
+// dcgmAgent.affinity: kubernetes.io/arch In [amd64], "Only schedule on amd64 nodes"; the agent
+// itself runs on amd64 and arm64). On arm64 (p6e-gb200) no DCGM fault reaches
+// AcceleratedHardwareReady: a failed GPU there is found by the pool's health gate when the node
+// joins and by `gpucluster verify`, not replaced by EKS.
+func repairCovers(arch string) string {
+	if arch == catalog.ArchARM64 {
+		return "EKS replaces a node that stays NotReady (30 minutes); on arm64 the node monitoring agent's chart runs no DCGM server, so a failed GPU does not trigger a repair: the health gate checks each node's GPUs when it joins and gpucluster verify reports a failed one"
+	}
+	return "EKS replaces a node whose GPU fails (the node monitoring agent's AcceleratedHardwareReady, through DCGM, 10 minutes) or that stays NotReady (30 minutes)"
 }
 
 // NodeRepairAnywhere says whether any pool has node repair on: the node monitoring agent goes

@@ -31,6 +31,10 @@ func TestNodeRepairFollowsTheStack(t *testing.T) {
 		{"benchmarks", true, "    - {name: a, profile: p5-efa}\n", []bool{false}, "off in a benchmark stack"},
 		{"benchmarks, the pool asks", true, "    - {name: a, profile: p5-efa, nodeRepair: true}\n", []bool{true}, "nodeRepair: true"},
 		{"long-lived, the pool declines", false, "    - {name: a, profile: p5-efa, nodeRepair: false}\n    - {name: b, profile: dev}\n", []bool{false, true}, "a failed node stays"},
+		// The agent's chart runs DCGM on amd64 only: on arm64 a failed GPU triggers no repair.
+		{"long-lived amd64", false, "    - {name: a, profile: p5-efa}\n", []bool{true}, "EKS replaces a node whose GPU fails"},
+		{"long-lived arm64", false, "    - {name: a, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0}\n", []bool{true}, "on arm64 the node monitoring agent's chart runs no DCGM server, so a failed GPU does not trigger a repair"},
+		{"arm64, the pool asks", true, "    - {name: a, profile: gb200-nvl72, capacityReservationId: cr-0123456789abcdef0, nodeRepair: true}\n", []bool{true}, "nodeRepair: true: EKS replaces a node that stays NotReady"},
 	} {
 		s, err := load(c.benchmarks, c.pools)
 		if err != nil {

@@ -125,6 +125,11 @@ type AMISpec struct {
 	// the image loads it (nvidiaModuleOptions), with the reason.
 	NVIDIAModuleOptions []string `json:"nvidiaModuleOptions,omitempty"`
 	ModuleOptionsReason string   `json:"moduleOptionsReason,omitempty"`
+	// NodeGroupReleaseVersion pins the managed node group to one EKS image release (its
+	// releaseVersion, "1.34.9-20260714"), where the plan's facts hold only for that release's
+	// driver; "" lets EKS take the newest release for the cluster's version. With the reason.
+	NodeGroupReleaseVersion string `json:"nodeGroupReleaseVersion,omitempty"`
+	ReleaseVersionReason    string `json:"releaseVersionReason,omitempty"`
 }
 
 // StorageSpec is a node's disk layout: its EBS volumes, and what becomes of the instance-store

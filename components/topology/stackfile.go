@@ -47,7 +47,9 @@ type Stack struct {
 	MaxHourlyCost float64
 	maxCostLine   int
 	// versionLine is where the file sets kubernetesVersion, else the config line.
-	versionLine   int
+	versionLine int
+	// driverLine is where the file sets nvidiaDriverVersion, else 0.
+	driverLine    int
 	Expiry, Owner string // see StackSpec
 	Benchmarks    BenchmarkSettings
 	EFAFailFast   EFAFailFastSettings
@@ -119,8 +121,10 @@ func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 		if st.Benchmarks.Enabled {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
-		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled)
-		setNVIDIAModuleOptions(&ps, st.DriverVersion)
+		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled, ps.Instance.CPUArch)
+		if err := setNVIDIAModuleOptions(&ps, st, pool); err != nil {
+			return StackSpec{}, err
+		}
 		if pool.Profile.Stopped {
 			ps = ps.atZero(Finding{Severity: SeverityInfo, Code: FindingStopped,
 				Message: "the stack file stops the pool (stopped: true): it stays at zero nodes until the key is removed and pulumi up runs"})
@@ -293,7 +297,7 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 				r.fail(n.Line, KeyNVIDIADriverVersion, "write the version nvidia-smi prints on the node image, such as 580.159.03",
 					"%q is not an NVIDIA driver version", v)
 			}
-			st.DriverVersion = v
+			st.DriverVersion, st.driverLine = v, n.Line
 		}
 	}
 	if n := settings[KeyMaxHourlyCost]; n != nil {

@@ -683,3 +683,20 @@ func TestCreatorInAdminRoleArnsIsRefusedBeforeAnythingExists(t *testing.T) {
 		}
 	}
 }
+
+// TestGB200NodeGroupIsPinnedToItsRelease: the GB200 EFA pool's node group names the EKS image
+// release whose 580 driver its NVIDIA module option is chosen for; a pool whose facts do not
+// hang on the driver (p5) lets EKS take the newest release.
+func TestGB200NodeGroupIsPinnedToItsRelease(t *testing.T) {
+	ev := evaluate(t, "../../stacks/Pulumi.gb200-nvl72.yaml")
+	ng := one(t, ev.poolChildren("nvl", "aws:eks/nodeGroup:NodeGroup"), "node groups")
+	if want := topology.NodeImageRelease(ev.spec.Cluster.KubernetesVersion); want == "" || ng.Input("releaseVersion") != want {
+		t.Errorf("GB200 node group releaseVersion %v, want %q (the pinned release for Kubernetes %s)", ng.Input("releaseVersion"), want, ev.spec.Cluster.KubernetesVersion)
+	}
+	p5 := evaluate(t, "../../stacks/Pulumi.p5-efa.yaml")
+	for _, ng := range p5.ofType("aws:eks/nodeGroup:NodeGroup") {
+		if v := ng.Input("releaseVersion"); v != nil {
+			t.Errorf("p5-efa node group %s pins releaseVersion %v", ng.URN, v)
+		}
+	}
+}

@@ -108,6 +108,9 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	w("| Placement | %s: %s |\n", p.Placement.Strategy, p.Placement.Reason)
 	w("| Capacity | %s |\n", capacityLine(p))
 	w("| Image | %s |\n", amiLine(p.AMI))
+	if v := p.AMI.NodeGroupReleaseVersion; v != "" {
+		w("| Image release | `%s`, pinned: %s |\n", v, p.AMI.ReleaseVersionReason)
+	}
 	if opts := p.AMI.NVIDIAModuleOptions; len(opts) > 0 {
 		w("| NVIDIA module options | `%s`, written to `%s` by the node's user data: %s |\n", strings.Join(opts, " "), topology.NVIDIAModuleOptionsFile, p.AMI.ModuleOptionsReason)
 	}

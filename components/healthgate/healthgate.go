@@ -111,6 +111,20 @@ func unprivileged(readOnlyRoot bool) *corev1.SecurityContextArgs {
 	}
 }
 
+// gpuChecksSecurity is the GPU checks' security context: unprivileged, and where the image's
+// NVIDIA toolkit shows unprivileged containers no GPU (Bottlerocket), CAP_SYS_ADMIN added to the
+// bounding set only, which the toolkit reads as privileged (topology.HealthGateSpec
+// GPUChecksSysAdminBound). As nobody with no privilege escalation the process never holds it.
+// (The API server refuses allowPrivilegeEscalation false beside an added "CAP_SYS_ADMIN"; the
+// capability's name here is "SYS_ADMIN", as Kubernetes names capabilities, which it accepts.)
+func gpuChecksSecurity(h topology.HealthGateSpec) *corev1.SecurityContextArgs {
+	sc := unprivileged(false)
+	if h.GPUChecksSysAdminBound {
+		sc.Capabilities = &corev1.CapabilitiesArgs{Drop: pulumi.ToStringArray([]string{"ALL"}), Add: pulumi.ToStringArray([]string{"SYS_ADMIN"})}
+	}
+	return sc
+}
+
 func env(vars []EnvVar) corev1.EnvVarArray {
 	var out corev1.EnvVarArray
 	for _, v := range vars {
@@ -123,7 +137,8 @@ func env(vars []EnvVar) corev1.EnvVarArray {
 // sees the node's GPUs through NVIDIA_VISIBLE_DEVICES=all: the NVIDIA container runtime
 // (containerd's default runtime on the EKS NVIDIA images: amazon-eks-ami nodeadm
 // runtime_config_nvidia.go) honours it for unprivileged pods by default (nvidia-container-toolkit
-// accept-nvidia-visible-devices-envvar-when-unprivileged). The pod requests no nvidia.com/gpu, so
+// accept-nvidia-visible-devices-envvar-when-unprivileged; on Bottlerocket, which turns that off,
+// see gpuChecksSecurity). The pod requests no nvidia.com/gpu, so
 // it takes none from the jobs. No host network: that would put the pod beside the node's
 // instance metadata and role, whatever the hop limit. Only the EFA check is privileged, for the
 // reason topology.HealthGateSpec.EFADevices gives.
@@ -141,7 +156,7 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 		Env:     env(gpuEnv(h)),
 		// Not read-only: the NVIDIA runtime writes the driver's libraries into the container's
 		// file system when it starts it.
-		SecurityContext: unprivileged(false),
+		SecurityContext: gpuChecksSecurity(h),
 		Resources:       small,
 		VolumeMounts:    results,
 	}}

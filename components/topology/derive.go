@@ -66,7 +66,7 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 	}
 	spec.InCluster = deriveInCluster(poolName, p, it, efa)
 	spec.StartupTaints = startupTaints()
-	spec.HealthGate = deriveHealthGate(it, spec.InCluster.FabricManager, efa)
+	spec.HealthGate = deriveHealthGate(it, spec.InCluster.FabricManager, efa, p.AMIFamily)
 	spec.TrainingPod = deriveTrainingPod(p, it, efa, spec.InCluster.NodeSelector, spec.Tolerations)
 	if it.MultiNodeNVLink() {
 		cd := poolComputeDomain(spec)

@@ -61,6 +61,22 @@ type HealthGateSpec struct {
 	EFADevices int `json:"efaDevices"`
 	// WaitSeconds bounds the waits (CUDA, fabric state); a node not ready by then fails.
 	WaitSeconds int `json:"waitSeconds"`
+	// GPUChecksSysAdminBound: the GPU checks' container holds CAP_SYS_ADMIN in its bounding set
+	// (and nowhere else: it runs as nobody, with no privilege escalation), because the image's
+	// NVIDIA container toolkit shows an unprivileged container no GPU. The toolkit hands the
+	// devices NVIDIA_VISIBLE_DEVICES names to a container only when it is "privileged", which it
+	// reads as CAP_SYS_ADMIN in the bounding set ("allow non-root users to access the privileged
+	// NVIDIA capabilities", nvidia-container-toolkit v1.17.8 internal/config/image/privileged.go),
+	// or when accept-nvidia-visible-devices-envvar-when-unprivileged is on
+	// (cmd/nvidia-container-runtime-hook/container_config.go getDevices). The EKS AL2023 image
+	// leaves it on (the toolkit's default); Bottlerocket sets it from
+	// settings.nvidia-container-runtime.visible-devices-envvar-when-unprivileged, default false
+	// (bottlerocket-core-kit packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s),
+	// so there the checks would see no GPU and fail every node. Turning that setting on would
+	// show every GPU to every unprivileged pod of the node; the bounding capability is the gate's
+	// alone. Requesting the node's nvidia.com/gpu instead would hold every GPU from the jobs for as
+	// long as the gate's pod lives.
+	GPUChecksSysAdminBound bool `json:"gpuChecksSysAdminBound,omitempty"`
 }
 
 // HealthWaitSeconds is how long the gate waits for CUDA and the fabric: fabric manager
@@ -70,9 +86,10 @@ const HealthWaitSeconds = 600
 
 // deriveHealthGate is the pool's health gate: the instance's GPUs and model, the fabric checks of
 // NVSwitch types, and the pool's EFA interfaces.
-func deriveHealthGate(it catalog.InstanceType, fm FabricManagerDecision, efa int) HealthGateSpec {
+func deriveHealthGate(it catalog.InstanceType, fm FabricManagerDecision, efa int, family AMIFamily) HealthGateSpec {
 	g := HealthGateSpec{GPUs: it.GPUCount, GPUModel: it.GPUModel, WaitForCUDA: fm.Required,
-		NVLink: it.Interconnect == catalog.InterconnectNVSwitch, EFADevices: efa, WaitSeconds: HealthWaitSeconds}
+		NVLink: it.Interconnect == catalog.InterconnectNVSwitch, EFADevices: efa, WaitSeconds: HealthWaitSeconds,
+		GPUChecksSysAdminBound: family == AMIBottlerocketNVIDIA}
 	g.FabricState = g.NVLink && computeMajor(it.ComputeCapability) >= 9
 	for _, c := range HealthChecks {
 		switch {
@@ -110,6 +127,9 @@ func (g HealthGateSpec) Describe() string {
 		case HealthCheckEFA:
 			parts = append(parts, fmt.Sprintf("%d EFA devices in fi_info -p efa (privileged: device access)", g.EFADevices))
 		}
+	}
+	if g.GPUChecksSysAdminBound {
+		parts = append(parts, "the GPU checks hold CAP_SYS_ADMIN in their bounding set only, as nobody with no privilege escalation: Bottlerocket's NVIDIA toolkit shows unprivileged containers no GPU")
 	}
 	return strings.Join(parts, "; ")
 }

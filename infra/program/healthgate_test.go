@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -304,4 +305,47 @@ func TestEveryAcceptedVersionPutsTheNodeInPodTokens(t *testing.T) {
 	if v := topology.OldestKubernetesMinor(); v < 30 {
 		t.Errorf("Kubernetes 1.%d is accepted, but its service-account tokens name no node", v)
 	}
+}
+
+// TestBottlerocketGateSeesTheGPUs: on a Bottlerocket pool, whose NVIDIA toolkit shows an
+// unprivileged container no GPU, the GPU checks hold CAP_SYS_ADMIN in their bounding set (what
+// the toolkit reads as privileged) and nothing more: nobody, no privilege escalation, not
+// privileged, every other capability dropped, and REVIEW.md's gate line says so. The real API
+// server accepts that DaemonSet. On the EKS AL2023 image the checks add no capability.
+func TestBottlerocketGateSeesTheGPUs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.br.yaml")
+	stack := "config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: br, profile: p5-efa, amiFamily: bottlerocket-nvidia}\n    - {name: al, profile: p5-efa}\n"
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := evaluate(t, file)
+	gates := map[string]map[string]any{}
+	for _, obj := range kubeObjects(ev) {
+		if obj["kind"] == "DaemonSet" && strings.HasPrefix(str(obj["metadata"].(map[string]any)["name"]), healthgate.GateName) {
+			gates[str(obj["metadata"].(map[string]any)["name"])] = obj
+		}
+	}
+	br, al := gates[healthgate.DaemonSetName("br")], gates[healthgate.DaemonSetName("al")]
+	if br == nil || al == nil {
+		t.Fatalf("gates %v", slices.Collect(maps.Keys(gates)))
+	}
+	sc := container(t, br, "initContainers", "gpu-checks")["securityContext"].(map[string]any)
+	if str(sc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}, "add": []any{"SYS_ADMIN"}}) ||
+		sc["runAsUser"] != 65534.0 || sc["runAsNonRoot"] != true || sc["allowPrivilegeEscalation"] != false || sc["privileged"] != nil {
+		t.Errorf("Bottlerocket pool's GPU checks: security context %v, want nobody with SYS_ADMIN in the bounding set alone", sc)
+	}
+	if caps := container(t, al, "initContainers", "gpu-checks")["securityContext"].(map[string]any)["capabilities"]; str(caps) != str(map[string]any{"drop": []any{"ALL"}}) {
+		t.Errorf("AL2023 pool's GPU checks: capabilities %v, want every one dropped", caps)
+	}
+	for _, p := range ev.spec.Pools {
+		if got := strings.Contains(p.HealthGate.Describe(), "CAP_SYS_ADMIN in their bounding set only"); got != (p.Name == "br") {
+			t.Errorf("pool %s: the gate's description %q says the bounding capability: %v", p.Name, p.HealthGate.Describe(), got)
+		}
+	}
+	s := apiServer(t)
+	br["metadata"].(map[string]any)["namespace"] = "default"
+	if err := s.Create(br); err != nil {
+		t.Fatalf("the API server refuses the Bottlerocket pool's gate: %v", err)
+	}
+	t.Cleanup(func() { s.Delete(br) })
 }

@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -81,12 +82,11 @@ func (s *Server) CreateReadyNode(node map[string]any) error {
 // liftNotReadyTaint does what the node lifecycle controller does once a node's kubelet reports
 // Ready.
 func (s *Server) liftNotReadyTaint(node map[string]any) error {
-	got, err := s.Get(node)
-	if err != nil {
-		return err
-	}
-	spec, _ := got["spec"].(map[string]any)
-	if spec != nil {
+	return s.Modify(node, func(got map[string]any) {
+		spec, _ := got["spec"].(map[string]any)
+		if spec == nil {
+			return
+		}
 		var kept []any
 		taints, _ := spec["taints"].([]any)
 		for _, t := range taints {
@@ -95,8 +95,35 @@ func (s *Server) liftNotReadyTaint(node map[string]any) error {
 			}
 		}
 		spec["taints"] = kept
+	})
+}
+
+// Modify reads obj as the server has it, lets edit change it, and writes it back (PUT); like a
+// controller (client-go's RetryOnConflict), it reads again and retries when the write meets a
+// newer version (409), as it does when kwok updates a node it keeps alive. ModifyStatus writes
+// the status subresource.
+func (s *Server) Modify(obj map[string]any, edit func(map[string]any)) error {
+	return s.modify(obj, edit, s.Update)
+}
+
+// ModifyStatus is Modify for the object's status (its kubelet's or controller's part).
+func (s *Server) ModifyStatus(obj map[string]any, edit func(map[string]any)) error {
+	return s.modify(obj, edit, s.UpdateStatus)
+}
+
+func (s *Server) modify(obj map[string]any, edit func(map[string]any), write func(map[string]any) error) error {
+	for attempt := 1; ; attempt++ {
+		got, err := s.Get(obj)
+		if err != nil {
+			return err
+		}
+		edit(got)
+		err = write(got)
+		var rejected *RejectedError
+		if err == nil || !errors.As(err, &rejected) || rejected.Code != http.StatusConflict || attempt == 10 {
+			return err
+		}
 	}
-	return s.Update(got)
 }
 
 // DeleteNow deletes an object without a grace period: a pod bound to a node otherwise waits for

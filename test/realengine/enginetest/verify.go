@@ -190,51 +190,45 @@ func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
 
 	first := nodes[0]
 	faults := []struct {
-		what  string
-		apply func(node map[string]any)
-		want  []string
+		what   string
+		status bool // the fault is in the node's status
+		apply  func(node map[string]any)
+		want   []string
 	}{
-		{"a node advertising no EFA device", func(node map[string]any) {
+		{"a node advertising no EFA device", true, func(node map[string]any) {
 			asMap(asMap(node["status"])["allocatable"])[topology.ResourceEFA] = "0"
-			d.must(d.server.UpdateStatus(node))
 		}, []string{verify.CodeEFAAllocatable + "@" + first.name}},
-		{"a node offering less memory than its training pods request", func(node map[string]any) {
+		{"a node offering less memory than its training pods request", true, func(node map[string]any) {
 			asMap(asMap(node["status"])["allocatable"])["memory"] = "1Gi"
-			d.must(d.server.UpdateStatus(node))
 		}, []string{verify.CodeTrainingPodsUnfit + "@" + first.name}},
-		{"a node of another instance type", func(node map[string]any) {
+		{"a node of another instance type", false, func(node map[string]any) {
 			asMap(asMap(node["metadata"])["labels"])[topology.LabelInstanceType] = "p4d.24xlarge"
-			d.must(d.server.Update(node))
 		}, []string{verify.CodeInstanceType + "@" + first.name}},
-		{"a node without its EFA label, so without its EFA device plugin pod", func(node map[string]any) {
+		{"a node without its EFA label, so without its EFA device plugin pod", false, func(node map[string]any) {
 			delete(asMap(asMap(node["metadata"])["labels"]), topology.LabelEFA)
-			d.must(d.server.Update(node))
 		}, []string{verify.CodeLabel + "@" + first.name, verify.CodeAgentMissing + "@" + first.name}},
-		{"a node that failed its health gate", func(node map[string]any) {
+		{"a node that failed its health gate", false, func(node map[string]any) {
 			asMap(asMap(node["metadata"])["labels"])[topology.LabelHealthFailed] = topology.HealthCheckEFA
 			h := topology.HealthTaint
 			asMap(node["spec"])["taints"] = append(asList(asMap(node["spec"])["taints"]), map[string]any{"key": h.Key, "value": h.Value, "effect": h.Effect})
-			d.must(d.server.Update(node))
 		}, []string{verify.CodeHealthFailed + "@" + first.name}},
 	}
 	for _, f := range faults {
-		before, err := d.server.Get(first.obj)
-		d.must(err)
-		f.apply(before)
+		if f.status {
+			d.must(d.server.ModifyStatus(first.obj, f.apply))
+		} else {
+			d.must(d.server.Modify(first.obj, f.apply))
+		}
 		d.verifyUntil(ctx, kubectl, spec, "with "+f.what, f.want)
 		if out, err := readme(); err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(out, "error "+strings.Split(f.want[0], "@")[0]+" [") {
 			d.t.Errorf("%s: the README's gpucluster verify with %s: %v\n%s", d.name, f.what, err, out)
 		}
 		// Restored as it was: labels, then status.
-		now, err := d.server.Get(first.obj)
-		d.must(err)
-		asMap(now["metadata"])["labels"] = asMap(first.obj["metadata"])["labels"]
-		d.must(d.server.Update(now))
+		d.must(d.server.Modify(first.obj, func(now map[string]any) {
+			asMap(now["metadata"])["labels"] = asMap(first.obj["metadata"])["labels"]
+		}))
 		d.liftStartupTaints(first, poolSpec(spec, first.pool))
-		now, err = d.server.Get(first.obj)
-		d.must(err)
-		now["status"] = first.obj["status"]
-		d.must(d.server.UpdateStatus(now))
+		d.must(d.server.ModifyStatus(first.obj, func(now map[string]any) { now["status"] = first.obj["status"] }))
 		d.verifyUntil(ctx, kubectl, spec, "once "+f.what+" is mended", nil)
 	}
 }
@@ -291,13 +285,12 @@ func (d *Deployment) liftStartupTaints(n joinedNode, p topology.PoolSpec) {
 	if len(p.StartupTaints) == 0 {
 		return
 	}
-	obj, err := d.server.Get(n.obj)
-	d.must(err)
-	spec := asMap(obj["spec"])
-	spec["taints"] = slices.DeleteFunc(asList(spec["taints"]), func(t any) bool {
-		return slices.ContainsFunc(p.StartupTaints, func(st topology.Taint) bool { return asMap(t)["key"] == st.Key })
-	})
-	d.must(d.server.Update(obj))
+	d.must(d.server.Modify(n.obj, func(obj map[string]any) {
+		spec := asMap(obj["spec"])
+		spec["taints"] = slices.DeleteFunc(asList(spec["taints"]), func(t any) bool {
+			return slices.ContainsFunc(p.StartupTaints, func(st topology.Taint) bool { return asMap(t)["key"] == st.Key })
+		})
+	}))
 }
 
 func poolSpec(spec topology.StackSpec, name string) topology.PoolSpec {

@@ -230,8 +230,7 @@ func (d *Deployment) launcherNode() (undo func()) {
 			continue
 		}
 		n["apiVersion"], n["kind"] = "v1", "Node" // a list's items have neither
-		asMap(n["spec"])["unschedulable"] = true
-		d.must(d.server.Update(n))
+		d.must(d.server.Modify(n, func(now map[string]any) { asMap(now["spec"])["unschedulable"] = true }))
 		cordoned = append(cordoned, n)
 	}
 	node := kubeapi.KwokNode(d.name+"-system-kwok", systemNodeLabels(d.spec, 0), nil, kubeapi.SystemNodeAllocatable)
@@ -239,10 +238,7 @@ func (d *Deployment) launcherNode() (undo func()) {
 	return func() {
 		d.server.Delete(node)
 		for _, n := range cordoned {
-			now, err := d.server.Get(n)
-			d.must(err)
-			delete(asMap(now["spec"]), "unschedulable")
-			d.must(d.server.Update(now))
+			d.must(d.server.Modify(n, func(now map[string]any) { delete(asMap(now["spec"]), "unschedulable") }))
 		}
 	}
 }

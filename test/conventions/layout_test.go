@@ -3,8 +3,6 @@ package conventions
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,27 +17,11 @@ const modulePath = "github.com/gpucluster/gpucluster"
 // them, so the arrow points one way: the tests import the product, never the reverse.
 func TestNothingThatShipsImportsTheTests(t *testing.T) {
 	fset := token.NewFileSet()
-	checked := 0
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if e.IsDir() {
-			if name := e.Name(); rel != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || rel == "test") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	shippedGoFiles(t, func(rel string) bool { return rel == "test" }, func(rel, path string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
 		}
-		checked++
 		for _, spec := range f.Imports {
 			imp, _ := strconv.Unquote(spec.Path.Value)
 			if imp == modulePath+"/test" || strings.HasPrefix(imp, modulePath+"/test/") {
@@ -49,10 +31,4 @@ func TestNothingThatShipsImportsTheTests(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked < 100 {
-		t.Fatalf("checked %d Go files: the walk from %s missed the tree", checked, root)
-	}
 }

@@ -51,7 +51,7 @@ func TestHealthGateChecks(t *testing.T) {
 // checks from HealthChecks, in their order.
 func TestEveryTypeHasAHealthGate(t *testing.T) {
 	for _, it := range catalog.All() {
-		g := deriveHealthGate(it, deriveFabricManager(base(), it), 0)
+		g := deriveHealthGate(it, deriveFabricManager(base(), it), 0, AMIAL2023NVIDIA)
 		if len(g.Checks) < 2 || g.Checks[0] == HealthCheckCUDA && !it.FabricManager {
 			t.Errorf("%s: %v", it.Name, g.Checks)
 		}

@@ -83,15 +83,11 @@ func once(out string, make func(tmp string) error) (bool, error) {
 	if _, err := os.Stat(out); err == nil {
 		return false, nil
 	}
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockBeside(out)
 	if err != nil {
 		return false, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return false, err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	if _, err := os.Stat(out); err == nil { // made by another process while we waited
 		return false, nil
 	}
@@ -102,4 +98,18 @@ func once(out string, make func(tmp string) error) (bool, error) {
 		return false, err
 	}
 	return true, os.Rename(tmp, out)
+}
+
+// lockBeside takes the lock file beside path (path.lock), waiting for another process that holds
+// it, and returns what releases it.
+func lockBeside(path string) (unlock func(), err error) {
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return func() { syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); lock.Close() }, nil
 }

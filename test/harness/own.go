@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 )
 
 // OwnPrograms are the main packages of this module the real-engine tier runs: the gpucluster CLI
@@ -29,15 +28,11 @@ func BuildOwn() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockBeside(dir)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, OwnPrograms...)...)
 	build.Dir = RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {

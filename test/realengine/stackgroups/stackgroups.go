@@ -44,13 +44,30 @@ const (
 func Of(stack string) []string {
 	var groups []string
 	for group, entries := range Groups {
-		if slices.ContainsFunc(entries, func(entry string) bool {
-			name, _, _ := strings.Cut(entry, "/")
-			return name == stack
-		}) {
+		if slices.ContainsFunc(entries, func(entry string) bool { return stackOf(entry) == stack }) {
 			groups = append(groups, group)
 		}
 	}
 	sort.Strings(groups)
 	return groups
+}
+
+// Stacks are the stacks the groups run, sorted.
+func Stacks() []string {
+	var names []string
+	for _, entries := range Groups {
+		for _, e := range entries {
+			if name := stackOf(e); !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// stackOf is the stack an entry runs, whole or in part.
+func stackOf(entry string) string {
+	name, _, _ := strings.Cut(entry, "/")
+	return name
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/gpucluster/gpucluster/test/realengine/stackgroups"
@@ -20,13 +19,13 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || strings.HasPrefix(os.Args[1], "-") {
-		fmt.Fprintf(os.Stderr, "usage: go run ./test/realengine/cmd/stack <stack> [go test flags]\n(make stack STACK=<stack>; the stacks: %s)\n", strings.Join(stacks(), ", "))
+		fmt.Fprintf(os.Stderr, "usage: go run ./test/realengine/cmd/stack <stack> [go test flags]\n(make stack STACK=<stack>; the stacks: %s)\n", strings.Join(stackgroups.Stacks(), ", "))
 		os.Exit(2)
 	}
 	stack := os.Args[1]
 	groups := stackgroups.Of(stack)
 	if len(groups) == 0 {
-		fmt.Fprintf(os.Stderr, "stack: no group of stackgroups.Groups runs stack %q (test/realengine/stackgroups/stackgroups.go); the stacks: %s\n", stack, strings.Join(stacks(), ", "))
+		fmt.Fprintf(os.Stderr, "stack: no group of stackgroups.Groups runs stack %q (test/realengine/stackgroups/stackgroups.go); the stacks: %s\n", stack, strings.Join(stackgroups.Stacks(), ", "))
 		os.Exit(2)
 	}
 	args := []string{"test", "-count=1", "-v", "-run", "^TestRealEngineStacks$/^" + regexp.QuoteMeta(stack) + "$"}
@@ -44,21 +43,4 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stack:", err)
 		os.Exit(1)
 	}
-}
-
-// stacks are the stacks the groups run, sorted.
-func stacks() []string {
-	seen := map[string]bool{}
-	for _, entries := range stackgroups.Groups {
-		for _, e := range entries {
-			name, _, _ := strings.Cut(e, "/")
-			seen[name] = true
-		}
-	}
-	var names []string
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -2,9 +2,14 @@
 // pools whose image does not run it on the host (the topology core decides which). Without
 // fabric manager, NVLink through NVSwitch is unusable and CUDA fails with error 802 ("system not
 // yet initialized"); the pool's health gate waits for CUDA before it lets jobs onto the node.
+//
+// It runs the stack's own image, pinned by digest, and installs nothing when a node starts: no
+// package mirror stands between a new node and its fabric, and nothing but the content the digest
+// names runs privileged on the host. docs/fabric-manager.md builds such an image.
 package fabricmanager
 
 import (
+	"path/filepath"
 	"strconv"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
@@ -16,22 +21,35 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 )
 
-// BaseImage carries NVIDIA's CUDA apt repository, from which the container installs the
-// fabric-manager package of exactly the node's driver version (the package is versioned with
-// the driver, and fabric manager refuses a driver of another version).
-const BaseImage = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04"
-
 // CommandPort is fabric manager's command port (fabricmanager.cfg FM_CMD_PORT_NUMBER), bound to
 // 127.0.0.1 of the pod: it accepts connections only once fabric manager is up and serving.
 const CommandPort = 6666
 
-const configFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+// ConfigFile is where NVIDIA's fabric-manager package puts its configuration, which the image
+// must hold (docs/fabric-manager.md).
+const ConfigFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+
+// nodeDriverVersionFile holds the version of the node's loaded NVIDIA kernel module.
+const nodeDriverVersionFile = "/sys/module/nvidia/version"
 
 // Args configure the DaemonSet.
 type Args struct {
 	Pools         []topology.PoolSpec
 	DriverVersion string
-	Labels        map[string]string // the stack's ownership and lifecycle labels
+	// Image is the stack's fabric-manager image, pinned by digest (topology.StackSpec).
+	Image  string
+	Labels map[string]string // the stack's ownership and lifecycle labels
+}
+
+// env is the start script's environment.
+func env(a Args) corev1.EnvVarArray {
+	vars := [][2]string{{"NVIDIA_DRIVER_VERSION", a.DriverVersion}, {"FM_IMAGE", a.Image}, {"FM_CONFIG", ConfigFile},
+		{"FM_STATUS", topology.FabricManagerStatusFile}, {"NODE_DRIVER_VERSION_FILE", nodeDriverVersionFile}}
+	var out corev1.EnvVarArray
+	for _, v := range vars {
+		out = append(out, corev1.EnvVarArgs{Name: pulumi.String(v[0]), Value: pulumi.String(v[1])})
+	}
+	return out
 }
 
 // FabricManager is the gpucluster:index:FabricManager component.
@@ -40,6 +58,9 @@ type FabricManager struct {
 
 	Name pulumi.StringOutput `pulumi:"name"` // the DaemonSet's name; "" when no pool needs it
 }
+
+// statusDir holds the status file, on the host and at the same path in the container.
+var statusDir = filepath.Dir(topology.FabricManagerStatusFile)
 
 // Name of the DaemonSet.
 const Name = "nvidia-fabricmanager"
@@ -53,7 +74,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		}
 	}
 	fm := &FabricManager{}
-	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
+	props := pulumi.Map{"driverVersion": pulumi.String(args.DriverVersion), "image": pulumi.String(args.Image), "pools": pulumi.ToStringArray(k8sargs.PoolNames(pools))}
 	if err := ctx.RegisterComponentResourceV2("gpucluster:index:FabricManager", name, props, fm, opts...); err != nil {
 		return nil, err
 	}
@@ -86,9 +107,9 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 						Tolerations:                  k8sargs.Tolerations(pools),
 						Containers: corev1.ContainerArray{corev1.ContainerArgs{
 							Name:    pulumi.String("fabricmanager"),
-							Image:   pulumi.String(BaseImage),
-							Command: pulumi.StringArray{pulumi.String("bash"), pulumi.String("-c"), pulumi.String(daemonSetScript(args.DriverVersion))},
-							Env:     corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("NVIDIA_DRIVER_VERSION"), Value: pulumi.String(args.DriverVersion)}},
+							Image:   pulumi.String(args.Image),
+							Command: pulumi.StringArray{pulumi.String("sh"), pulumi.String("-c"), pulumi.String(startScript)},
+							Env:     env(args),
 							// NVSwitch devices and the driver's runtime state are the host's.
 							SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 							ReadinessProbe: &corev1.ProbeArgs{
@@ -103,9 +124,14 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 							VolumeMounts: corev1.VolumeMountArray{
 								corev1.VolumeMountArgs{Name: pulumi.String("dev"), MountPath: pulumi.String("/dev")},
 								corev1.VolumeMountArgs{Name: pulumi.String("run-nvidia"), MountPath: pulumi.String("/run/nvidia")},
+								corev1.VolumeMountArgs{Name: pulumi.String("status"), MountPath: pulumi.String(statusDir)},
 							},
 						}},
-						Volumes: corev1.VolumeArray{k8sargs.HostPath("dev", "/dev"), k8sargs.HostPath("run-nvidia", "/run/nvidia")},
+						Volumes: corev1.VolumeArray{k8sargs.HostPath("dev", "/dev"), k8sargs.HostPath("run-nvidia", "/run/nvidia"),
+							// The status file's directory on the host, where the health gate reads it
+							// (made if missing: /run is a tmpfs, empty after each boot).
+							corev1.VolumeArgs{Name: pulumi.String("status"), HostPath: &corev1.HostPathVolumeSourceArgs{
+								Path: pulumi.String(statusDir), Type: pulumi.String("DirectoryOrCreate")}}},
 					},
 				},
 			},

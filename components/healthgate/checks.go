@@ -23,7 +23,8 @@ type EnvVar struct{ Name, Value string }
 func gpuEnv(h topology.HealthGateSpec) []EnvVar {
 	return []EnvVar{{"NVIDIA_VISIBLE_DEVICES", "all"}, {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"},
 		{"RESULTS", ResultsDir}, {"CHECKS", strings.Join(h.Checks, " ")}, {"GPUS", strconv.Itoa(h.GPUs)}, {"GPU_MODEL", h.GPUModel},
-		{"WAIT_SECONDS", strconv.Itoa(h.WaitSeconds)}, {"RETRY_SECONDS", strconv.Itoa(RetrySeconds)}, {"CUDA_SAMPLE", CUDASampleBinary}}
+		{"WAIT_SECONDS", strconv.Itoa(h.WaitSeconds)}, {"RETRY_SECONDS", strconv.Itoa(RetrySeconds)}, {"CUDA_SAMPLE", CUDASampleBinary},
+		{"FM_STATUS", h.FabricManagerStatus}}
 }
 
 // efaEnv is what the EFA check reads.
@@ -102,7 +103,9 @@ END {
 // "system not yet initialized", until fabric manager has set the fabric up (NVIDIA
 // gpu-operator#1043: the operator's validator, which runs the same sample, failed "Failed to
 // allocate device vector A (error code system not yet initialized)!" until fabric manager ran at
-// the driver's version), so a pass is fabric manager serving, asked through the driver.
+// the driver's version), so a pass is fabric manager serving, asked through the driver. Where
+// gpucluster's DaemonSet runs fabric manager (FM_STATUS set), a start it refused fails the node
+// at once with its reason, and a DaemonSet that never started is named when the wait runs out.
 // Reads gpuEnv's variables.
 func gpuChecks() string {
 	return strings.Join([]string{
@@ -113,8 +116,13 @@ func gpuChecks() string {
 		`deadline=$(( $(date +%s) + WAIT_SECONDS ))`,
 		`if wants cuda; then
   until last=$("$CUDA_SAMPLE" 2>&1); do
+    fm=""; [ -n "$FM_STATUS" ] && fm=$(cat "$FM_STATUS" 2>/dev/null)
+    case "$fm" in
+    "fail "*) report fail cuda "fabric manager cannot start: ${fm#fail }"; exit 0 ;;
+    esac
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      report fail cuda "CUDA still fails after $WAIT_SECONDS s: $(printf '%s\n' "$last" | tail -n 1)"; exit 0
+      never=""; [ -n "$FM_STATUS" ] && [ -z "$fm" ] && never=" (fabric manager never started on this node: its DaemonSet's pod wrote no $FM_STATUS; is its image pullable?)"
+      report fail cuda "CUDA still fails after $WAIT_SECONDS s: $(printf '%s\n' "$last" | tail -n 1)$never"; exit 0
     fi
     echo "CUDA is not ready (fabric manager not serving yet?); again in $RETRY_SECONDS s"; sleep "$RETRY_SECONDS"
   done

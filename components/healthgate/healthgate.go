@@ -12,6 +12,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"path"
 
 	"github.com/gpucluster/gpucluster/components/k8sargs"
 	"github.com/gpucluster/gpucluster/components/topology"
@@ -158,7 +159,7 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 		// file system when it starts it.
 		SecurityContext: gpuChecksSecurity(h),
 		Resources:       small,
-		VolumeMounts:    results,
+		VolumeMounts:    gpuMounts(h, results),
 	}}
 	if h.EFADevices > 0 {
 		inits = append(inits, corev1.ContainerArgs{
@@ -206,11 +207,33 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("results"), MountPath: pulumi.String(ResultsDir),
 							ReadOnly: pulumi.Bool(true)}},
 					}},
-					Volumes: corev1.VolumeArray{corev1.VolumeArgs{Name: pulumi.String("results"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}},
+					Volumes: gateVolumes(h),
 				},
 			},
 		},
 	}
+}
+
+// fabricManagerStatus is the host directory of the fabric-manager DaemonSet's status file, which
+// the GPU checks read (read-only) on pools where that DaemonSet runs.
+const fabricManagerStatus = "fabricmanager-status"
+
+func gpuMounts(h topology.HealthGateSpec, results corev1.VolumeMountArray) corev1.VolumeMountArray {
+	if h.FabricManagerStatus == "" {
+		return results
+	}
+	return append(results, corev1.VolumeMountArgs{Name: pulumi.String(fabricManagerStatus), MountPath: pulumi.String(path.Dir(h.FabricManagerStatus)), ReadOnly: pulumi.Bool(true)})
+}
+
+func gateVolumes(h topology.HealthGateSpec) corev1.VolumeArray {
+	vols := corev1.VolumeArray{corev1.VolumeArgs{Name: pulumi.String("results"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}}
+	if h.FabricManagerStatus != "" {
+		// DirectoryOrCreate: the gate may start before fabric manager's pod has made it, and a
+		// missing directory would keep the gate's pod from starting at all.
+		vols = append(vols, corev1.VolumeArgs{Name: pulumi.String(fabricManagerStatus), HostPath: &corev1.HostPathVolumeSourceArgs{
+			Path: pulumi.String(path.Dir(h.FabricManagerStatus)), Type: pulumi.String("DirectoryOrCreate")}})
+	}
+	return vols
 }
 
 // podLabels select a pool's gate pods: every gate's name, and the pool.

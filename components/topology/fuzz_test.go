@@ -9,7 +9,7 @@ import (
 var fuzzSeeds = []string{
 	"config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - {name: gpu, profile: dev}\n",
 	"config:\n  aws:region: us-west-2\n  gpucluster:pools:\n    - name: a\n      profile: p5-efa\n      nodes: 3\n      availabilityZones: [us-west-2a]\n    - name: b\n      profile: g6e-ena\n      minNodes: 0\n      maxNodes: 8\n",
-	"config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - name: p\n      profile: p4d-efa\n      amiFamily: custom\n      amiId: ami-0123456789abcdef0\n      podLayout: pod-per-gpu\n      podsPerNode: 4\n",
+	"config:\n  aws:region: us-east-1\n  gpucluster:fabricManagerImage: r.example/fm@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n  gpucluster:pools:\n    - name: p\n      profile: p4d-efa\n      amiFamily: custom\n      amiId: ami-0123456789abcdef0\n      podLayout: pod-per-gpu\n      podsPerNode: 4\n",
 	"config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - name: k\n      profile: karpenter-p5\n      capacity: capacity-block\n      capacityReservationId: cr-0123456789abcdef0\n",
 	"config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - name: t\n      profile: g6e-efa\n      taints: [{key: a.io/b, value: c, effect: NoExecute}]\n      tolerations: [{operator: Exists}]\n      labels: {x: y}\n      ncclEnv: {NCCL_PROTO: simple}\n",
 	"config:\n  aws:region: us-east-1\n  gpucluster:pools:\n    - name: p\n      profile: p5-efa\n      placement: partition\n      partitions: 3\n      fabric: ena-only\n      availabilityZones: [us-east-1a, us-east-1b]\n",

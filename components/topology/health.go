@@ -77,6 +77,12 @@ type HealthGateSpec struct {
 	// alone. Requesting the node's nvidia.com/gpu instead would hold every GPU from the jobs for as
 	// long as the gate's pod lives.
 	GPUChecksSysAdminBound bool `json:"gpuChecksSysAdminBound,omitempty"`
+	// FabricManagerStatus is the node's file where gpucluster's fabric-manager DaemonSet says what
+	// became of its start (FabricManagerStatusFile), on pools where that DaemonSet runs it; "" on
+	// the others. While CUDA is not ready the gate reads it, fails the node at once with fabric
+	// manager's reason when it could not start (a driver of another version, an image without
+	// nv-fabricmanager), and names it when fabric manager never started at all.
+	FabricManagerStatus string `json:"fabricManagerStatus,omitempty"`
 }
 
 // HealthWaitSeconds is how long the gate waits for CUDA and the fabric: fabric manager
@@ -90,6 +96,9 @@ func deriveHealthGate(it catalog.InstanceType, fm FabricManagerDecision, efa int
 	g := HealthGateSpec{GPUs: it.GPUCount, GPUModel: it.GPUModel, WaitForCUDA: fm.Required,
 		NVLink: it.Interconnect == catalog.InterconnectNVSwitch, EFADevices: efa, WaitSeconds: HealthWaitSeconds,
 		GPUChecksSysAdminBound: family == AMIBottlerocketNVIDIA}
+	if fm.Deploy {
+		g.FabricManagerStatus = FabricManagerStatusFile
+	}
 	g.FabricState = g.NVLink && computeMajor(it.ComputeCapability) >= 9
 	for _, c := range HealthChecks {
 		switch {

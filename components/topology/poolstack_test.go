@@ -39,6 +39,7 @@ func TestUltraServerKubernetesBoundary(t *testing.T) {
 func TestDefaultImageDriverBoundary(t *testing.T) {
 	for driver, refused := range map[string]bool{"570.195.03": true, "579.99.99": true, "580.65.06": false, "590.10.01": false} {
 		stack := "config:\n  aws:region: us-west-2\n  gpucluster:nvidiaDriverVersion: \"" + driver + "\"\n  gpucluster:benchmarks: {enabled: true}\n" +
+			"  " + KeyFabricManagerImage + ": " + exampleFabricManagerImage + "\n" +
 			"  gpucluster:pools:\n    - {name: gpu, profile: p4d-efa, amiFamily: custom, amiId: ami-0123456789abcdef0}\n"
 		checkRefusal(t, "a custom image with driver "+driver+" under the default training image", stack, "which needs driver 580 or newer", refused)
 	}

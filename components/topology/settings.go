@@ -144,6 +144,7 @@ const (
 	KeyPublicSubnets        = ConfigNamespace + ":publicSubnets"
 	KeyTrainingImage        = ConfigNamespace + ":trainingImage"
 	KeyNVIDIADriverVersion  = ConfigNamespace + ":nvidiaDriverVersion"
+	KeyFabricManagerImage   = ConfigNamespace + ":fabricManagerImage"
 	KeyFlowLogs             = ConfigNamespace + ":flowLogs"
 	KeyMaxHourlyCost        = ConfigNamespace + ":maxHourlyCost"
 	KeyUpgradePolicy        = ConfigNamespace + ":upgradePolicy"
@@ -165,6 +166,19 @@ const (
 const DefaultNVIDIADriverVersion = "580.159.03"
 
 var driverVersionPattern = regexp.MustCompile(`^[0-9]{3}\.[0-9]+(\.[0-9]+)?$`)
+
+// digestPinnedImage is an image reference pinned by its manifest's digest
+// (registry/name[:tag]@sha256:<64 hex>; OCI image-spec descriptor.md, "Digests"): what a node
+// pulls is exactly what was verified when the reference was written, whatever the tag points to
+// later. Only such an image runs fabric manager, which runs privileged with the host's PIDs.
+var digestPinnedImage = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`)
+
+// FabricManagerStatusFile is where gpucluster's fabric-manager DaemonSet writes, on the node,
+// what became of its start ("started <version>" or "fail <why>"), and where the node's health
+// gate reads it: the gate then fails the node with the reason at once instead of waiting out
+// HealthWaitSeconds for a CUDA that cannot come. Under /run, the host's tmpfs, so a reboot
+// leaves no word from an earlier boot.
+const FabricManagerStatusFile = "/run/gpucluster/fabricmanager/status"
 
 // DefaultTrainingImage runs nccl-tests with EFA, libfabric and aws-ofi-nccl: the image AWS's
 // EFA-on-EKS examples use, pinned to a tag that names its versions (CUDA 13.0.2, EFA installer

@@ -22,8 +22,12 @@ type StackSpec struct {
 	// TrainingImage is the image of the exported training pod templates.
 	TrainingImage string `json:"trainingImage"`
 	// NVIDIADriverVersion is the node driver a fabric-manager DaemonSet must match.
-	NVIDIADriverVersion string     `json:"nvidiaDriverVersion"`
-	Pools               []PoolSpec `json:"pools"`
+	NVIDIADriverVersion string `json:"nvidiaDriverVersion"`
+	// FabricManagerImage runs fabric manager on the pools whose fabric manager is a DaemonSet:
+	// the stack's own image, pinned by digest, holding nv-fabricmanager of NVIDIADriverVersion
+	// ("" when no pool needs it; docs/fabric-manager.md builds one).
+	FabricManagerImage string     `json:"fabricManagerImage,omitempty"`
+	Pools              []PoolSpec `json:"pools"`
 	// Warnings are what AWS may refuse unless an adjustable quota is raised, each placed in the file.
 	Warnings ConfigErrors `json:"warnings,omitempty"`
 	// Environments are the ESC environments the stack file imports, which the offline commands

@@ -34,7 +34,11 @@ type Stack struct {
 	VPC           VPCSettings
 	TrainingImage string
 	DriverVersion string
-	Pools         []Pool
+	// FabricManagerImage is the stack's fabric-manager image, and fabricManagerImageLine where
+	// the file sets it.
+	FabricManagerImage     string
+	fabricManagerImageLine int
+	Pools                  []Pool
 	// Warnings are what AWS may refuse unless an adjustable quota is raised.
 	Warnings ConfigErrors
 	// Environments are the ESC environments the stack file imports: the engine merges their
@@ -78,7 +82,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy, KeyEFAFailFast}
+	KeyNVIDIADriverVersion, KeyFabricManagerImage, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy, KeyEFAFailFast}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -110,7 +114,7 @@ func LoadStack(path string, at time.Time) (StackSpec, error) {
 // clock, so a plan and the up that follows judge a stack alike on the same instant.
 func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 	spec := StackSpec{Source: st.File, Stack: st.Name, Region: st.Region, Cluster: st.Cluster, VPC: st.VPC, TrainingImage: st.TrainingImage, NVIDIADriverVersion: st.DriverVersion,
-		Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost,
+		FabricManagerImage: st.FabricManagerImage, Pools: make([]PoolSpec, 0, len(st.Pools)), Warnings: st.Warnings, Environments: st.Environments, MaxHourlyCost: st.MaxHourlyCost,
 		Expiry: st.Expiry, Owner: st.Owner, Benchmarks: st.Benchmarks, At: at}
 	for _, pool := range st.Pools {
 		ps, err := Derive(pool.Name, pool.Profile)
@@ -300,6 +304,15 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 			st.DriverVersion, st.driverLine = v, n.Line
 		}
 	}
+	if n := settings[KeyFabricManagerImage]; n != nil {
+		if img, ok := r.scalarString(n, KeyFabricManagerImage); ok {
+			if !digestPinnedImage.MatchString(img) {
+				r.fail(n.Line, KeyFabricManagerImage, "pin the image by its digest, such as 111122223333.dkr.ecr.us-west-2.amazonaws.com/nvidia-fabricmanager@sha256:<64 hex digits> (docker buildx imagetools inspect prints it)",
+					"%q is not pinned by digest: fabric manager runs privileged on the host, so only an image whose content is fixed runs it", img)
+			}
+			st.FabricManagerImage, st.fabricManagerImageLine = img, n.Line
+		}
+	}
 	if n := settings[KeyMaxHourlyCost]; n != nil {
 		// Whole dollars: Pulumi's project schema types the key as an integer.
 		if usd, ok := r.scalarInt(n, KeyMaxHourlyCost); ok && usd <= 0 {
@@ -362,6 +375,7 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	}
 	st.Pools = r.pools(poolsNode, st.VPC.AvailabilityZones)
 	r.checkNodeGroupQuota(st.Pools, lines[KeyPools])
+	r.checkFabricManagerImage(st, lines)
 	sortErrors(r.warns)
 	st.Warnings = r.warns
 	return st, r.result()

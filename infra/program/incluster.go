@@ -54,7 +54,7 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		return nil, err
 	}
 	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",
-		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Labels: spec.Labels()}, k8s)
+		fabricmanager.Args{Pools: spec.Pools, DriverVersion: spec.NVIDIADriverVersion, Image: spec.FabricManagerImage, Labels: spec.Labels()}, k8s)
 	if err != nil {
 		return nil, err
 	}

@@ -315,12 +315,37 @@ func TestFabricManagerDaemonSet(t *testing.T) {
 	c := pod["containers"].([]any)[0].(map[string]any)
 	script := str(c["command"])
 	if pod["hostPID"] != true || c["securityContext"].(map[string]any)["privileged"] != true || c["readinessProbe"] == nil ||
-		c["resources"].(map[string]any)["requests"] == nil || !strings.Contains(script, "nvidia-fabricmanager=580.159.03-1") {
+		c["resources"].(map[string]any)["requests"] == nil {
 		t.Errorf("fabric manager DaemonSet %v", pod)
 	}
+	// The stack's image, as pinned in stacks/Pulumi.p4d-custom-ami.yaml; nothing installed at start.
+	if c["image"] != "111122223333.dkr.ecr.us-west-2.amazonaws.com/nvidia-fabricmanager:580.159.03@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" ||
+		strings.Contains(script, "apt") || strings.Contains(script, "curl") || strings.Contains(script, "wget") {
+		t.Errorf("fabric manager runs image %v with %s", c["image"], script)
+	}
+	if e := str(c["env"]); !strings.Contains(e, "name:NVIDIA_DRIVER_VERSION value:580.159.03") || !strings.Contains(e, "name:FM_STATUS value:/run/gpucluster/fabricmanager/status") {
+		t.Errorf("fabric manager's environment %s", e)
+	}
 	mounts := str(c["volumeMounts"])
-	if !strings.Contains(mounts, "/dev") || !strings.Contains(mounts, "/run/nvidia") {
+	if !strings.Contains(mounts, "/dev") || !strings.Contains(mounts, "/run/nvidia") || !strings.Contains(mounts, "/run/gpucluster/fabricmanager") {
 		t.Errorf("mounts %s", mounts)
+	}
+	// The pool's gate reads the status file, read-only.
+	gates := 0
+	for _, r := range ev.ofType("kubernetes:apps/v1:DaemonSet") {
+		if r.Input("metadata").(map[string]any)["name"] != "gpucluster-health-gate-gpu" {
+			continue
+		}
+		gates++
+		gate := r.Input("spec").(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		checks := gate["initContainers"].([]any)[0].(map[string]any)
+		if m := str(checks["volumeMounts"]); !strings.Contains(m, "mountPath:/run/gpucluster/fabricmanager name:fabricmanager-status readOnly:true") ||
+			!strings.Contains(str(checks["env"]), "name:FM_STATUS value:/run/gpucluster/fabricmanager/status") {
+			t.Errorf("the gate's GPU checks: mounts %s, env %s", m, str(checks["env"]))
+		}
+	}
+	if gates != 1 {
+		t.Errorf("%d health gates of pool gpu", gates)
 	}
 	// OnDelete, so pulumi-kubernetes must not await a rollout only a pod deletion starts.
 	md := ds.Input("metadata").(map[string]any)
@@ -382,7 +407,22 @@ func TestHealthGateDaemonSets(t *testing.T) {
 				continue
 			}
 			pod := ds["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
-			if pod["hostNetwork"] == true || pod["hostPID"] == true || strings.Contains(str(pod["volumes"]), "hostPath") ||
+			// One host path at most: the fabric-manager DaemonSet's status directory, where that
+			// DaemonSet runs, which only the GPU checks mount, read-only.
+			hostPaths := []any{}
+			for _, v := range pod["volumes"].([]any) {
+				if hp, ok := v.(map[string]any)["hostPath"]; ok {
+					hostPaths = append(hostPaths, hp)
+				}
+			}
+			wantHostPaths := []any{}
+			if p.InCluster.FabricManager.Deploy {
+				wantHostPaths = append(wantHostPaths, map[string]any{"path": "/run/gpucluster/fabricmanager", "type": "DirectoryOrCreate"})
+			}
+			if str(hostPaths) != str(wantHostPaths) || strings.Count(str(pod), "fabricmanager-status readOnly:true") != len(wantHostPaths) {
+				t.Errorf("%s: pool %s: the gate's host paths %v, want %v, mounted read-only by the GPU checks", stack, p.Name, hostPaths, wantHostPaths)
+			}
+			if pod["hostNetwork"] == true || pod["hostPID"] == true ||
 				!tolerates(pod["tolerations"], topology.HealthTaint) || pod["serviceAccountName"] != healthgate.ServiceAccount {
 				t.Errorf("%s: pool %s: the gate's pod %v", stack, p.Name, pod)
 			}

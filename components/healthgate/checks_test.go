@@ -175,6 +175,9 @@ func TestEFACheckOnRecordedOutputs(t *testing.T) {
 		{"p5, two devices missing", p5, []string{"FI_OUT=fi_info/p5-thirty-devices.txt"}, "fail efa-devices fi_info -p efa lists 30 EFA devices; the pool's nodes have 32"},
 		{"p4d, libfabric 1", p4d, []string{"FI_OUT=fi_info/p4d-libfabric1.txt"}, "pass efa-devices libfabric lists 4 EFA devices"},
 		{"p5 with p4d's devices", p5, []string{"FI_OUT=fi_info/p4d-libfabric1.txt"}, "fail efa-devices fi_info -p efa lists 4 EFA devices; the pool's nodes have 32"},
+		// More than planned is as wrong as fewer: the node is not the one the pool's launch
+		// template made (another type, or interfaces the plan does not count).
+		{"p4d with p5's devices", p4d, []string{"FI_OUT=fi_info/p5-libfabric2.txt"}, "fail efa-devices fi_info -p efa lists 32 EFA devices; the pool's nodes have 4"},
 		{"no EFA device visible", p5, []string{"FI_ERR=fi_info/none.stderr", "FI_EXIT=61"},
 			"fail efa-devices fi_info -p efa lists 0 EFA devices (fi_getinfo: -61 (No data available)); the pool's nodes have 32"},
 	}

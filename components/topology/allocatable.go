@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,8 +62,16 @@ func kubeReservedCPUMillis(vcpus int) float64 {
 // down to whole cores and GiB. Requests equal limits, so the pod is Guaranteed: the last the
 // kubelet evicts under memory pressure, and eligible for exclusive cores under the static CPU
 // manager. /dev/shm is memory-backed and counts within this memory.
-func trainingPodCPUMemory(it catalog.InstanceType, pods int) (cpu, memory resource.Quantity) {
+//
+// On a Karpenter pool the memory is also bounded by what Karpenter expects the type to offer
+// before it has seen one (karpenterLaunchMemoryMiB): Karpenter launches a node only for pods it
+// computes will fit, and a pod sized to the kubelet's real figure asks for more than that
+// estimate, so Karpenter would launch nothing for it and the job would wait for ever.
+func trainingPodCPUMemory(it catalog.InstanceType, pods int, provisioner Provisioner) (cpu, memory resource.Quantity) {
 	cpuMillis, memMiB := nodeAllocatable(it)
+	if provisioner == ProvisionerKarpenter {
+		memMiB = min(memMiB, karpenterLaunchMemoryMiB(it))
+	}
 	cpuMillis -= daemonSetCPUMillis
 	memMiB -= daemonSetMemoryMiB
 	cores := int64(cpuMillis/1000) / int64(pods)
@@ -77,6 +86,32 @@ func nodeAllocatable(it catalog.InstanceType) (cpuMillis, memMiB float64) {
 	memMiB = float64(it.MemoryGiB)*1024*usableMemoryFraction -
 		float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB)
 	return cpuMillis, memMiB
+}
+
+// karpenterVMMemoryOverhead is the share of an instance type's memory Karpenter assumes the
+// hypervisor and kernel take until it has seen a node of the type (karpenter-provider-aws v1.14.1
+// pkg/operator/options/options.go, VM_MEMORY_OVERHEAD_PERCENT, default 0.075). A real EKS AL2023
+// p4d.24xlarge reports 1176300008Ki of its 1152 GiB, 2.6% less (kubectl describe node in
+// gnosia93/training-on-eks chapter/c8-scheduling-evit.md): the estimate is the lower figure.
+const karpenterVMMemoryOverhead = 0.075
+
+// karpenterLaunchMemoryMiB is the allocatable memory Karpenter computes for a type it has not yet
+// launched (pkg/providers/instancetype/types.go memory(): the type's MiB, 64 fewer on arm64, less
+// the overhead rounded up; then the same kube-reserved memory and eviction threshold as the node,
+// for the pods its ENIs hold, ENILimitedPods: interfaces of the default card × (IPv4 addresses per
+// interface − 1) + 2, as the EC2NodeClass sets no maxPods: 737 on p4d.24xlarge, as the real node
+// above reports).
+func karpenterLaunchMemoryMiB(it catalog.InstanceType) float64 {
+	size := float64(it.MemoryGiB) * 1024
+	if it.CPUArch == catalog.ArchARM64 {
+		size -= 64
+	}
+	size -= math.Ceil(size * karpenterVMMemoryOverhead)
+	pods := maxPods(it.VCPUs)
+	if it.IPv4PerInterface > 0 && it.MaxENIsPerCard > 0 {
+		pods = it.MaxENIsPerCard*(it.IPv4PerInterface-1) + 2
+	}
+	return size - float64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*pods+evictionHardMiB)
 }
 
 // NodeAllocatable is what a node of the pool registers as allocatable: CPU and memory after

@@ -27,9 +27,58 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 	}
 	for _, c := range cases {
 		it, _ := catalog.Lookup(c.typ)
-		cpu, memory := trainingPodCPUMemory(it, c.pods)
+		cpu, memory := trainingPodCPUMemory(it, c.pods, ProvisionerManagedNodeGroup)
 		if cpu.String() != c.cpu || memory.String() != c.memory {
 			t.Errorf("%s, %d pods: cpu %s memory %s, want %s %s", c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
+		}
+	}
+}
+
+// On a Karpenter pool the memory is what Karpenter expects of a type it has not launched yet,
+// worked by hand from karpenter-provider-aws v1.14.1 (allocatable.go).
+func TestKarpenterPoolsFitKarpentersEstimate(t *testing.T) {
+	cases := []struct {
+		typ         string
+		pods        int
+		cpu, memory string
+	}{
+		// 2,097,152 MiB − ⌈7.5%⌉ 157,287 = 1,939,865; 2 ENIs × 49 + 2 = 100 pods: − (255 + 1,100 + 100)
+		// = 1,938,410; − 2,048 for the DaemonSets = 1,936,362 MiB → 1890 GiB (the managed pool: 1940).
+		{"p5.48xlarge", 1, "190", "1890Gi"},
+		// 1,179,648 − 88,474 = 1,091,174; 15 × 49 + 2 = 737 pods: − (255 + 8,107 + 100) = 1,082,712;
+		// − 2,048 = 1,080,664 MiB → 1055 GiB, and 263 GiB each of 4.
+		{"p4d.24xlarge", 1, "94", "1055Gi"},
+		{"p4d.24xlarge", 4, "23", "263Gi"},
+	}
+	for _, c := range cases {
+		it, _ := catalog.Lookup(c.typ)
+		cpu, memory := trainingPodCPUMemory(it, c.pods, ProvisionerKarpenter)
+		if cpu.String() != c.cpu || memory.String() != c.memory {
+			t.Errorf("Karpenter %s, %d pods: cpu %s memory %s, want %s %s", c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
+		}
+	}
+}
+
+// A real EKS AL2023 p4d.24xlarge (kubectl describe node of a Karpenter node in
+// gnosia93/training-on-eks, chapter/c8-scheduling-evit.md: allocatable cpu 95690m, memory
+// 1167634920Ki, pods 737) holds the training pods of a p4d pool of either provisioner, in
+// either layout.
+func TestARealP4dNodeHoldsItsPoolsPods(t *testing.T) {
+	real := map[string]string{"cpu": "95690m", "memory": "1167634920Ki", "pods": "737"}
+	for _, prov := range []Provisioner{ProvisionerManagedNodeGroup, ProvisionerKarpenter} {
+		for _, profile := range []string{"p4d-efa", "p4d-pod-per-gpu"} {
+			p, _ := BuiltinProfile(profile)
+			p.Provisioner = prov
+			if prov == ProvisionerKarpenter {
+				p.Placement, p.MinNodes = PlacementNone, 0
+			}
+			spec, err := Derive("gpu", p)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", profile, prov, err)
+			}
+			if why := TrainingPodsUnfit(spec, real); why != "" {
+				t.Errorf("%s on %s: %s", profile, prov, why)
+			}
 		}
 	}
 }
@@ -39,7 +88,7 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 func TestTrainingPodsFitTheirNode(t *testing.T) {
 	for _, it := range catalog.All() {
 		for pods := 1; pods <= it.GPUCount; pods++ {
-			cpu, memory := trainingPodCPUMemory(it, pods)
+			cpu, memory := trainingPodCPUMemory(it, pods, ProvisionerManagedNodeGroup)
 			usedCPU := cpu.MilliValue()*int64(pods) + int64(kubeReservedCPUMillis(it.VCPUs)) + daemonSetCPUMillis
 			usedMem := memory.Value()*int64(pods) + int64(kubeReservedMemoryBaseMiB+kubeReservedMemoryPerPod*maxPods(it.VCPUs)+evictionHardMiB+daemonSetMemoryMiB)<<20
 			if usedCPU > int64(it.VCPUs)*1000 || float64(usedMem) > float64(int64(it.MemoryGiB)<<30)*usableMemoryFraction {

@@ -171,7 +171,7 @@ func deriveTrainingPod(p Profile, it catalog.InstanceType, efa int, selector map
 		gpus, efaPerPod = 1, efa/pods
 	}
 	shm := resource.MustParse(p.ShmSize) // validated
-	cpu, memory := trainingPodCPUMemory(it, pods)
+	cpu, memory := trainingPodCPUMemory(it, pods, p.Provisioner)
 	pod := TrainingPodSpec{
 		CPU: cpu.String(), Memory: memory.String(),
 		Layout: p.PodLayout, PodsPerNode: pods, GPUsPerPod: gpus, EFAPerPod: efaPerPod,

@@ -58,8 +58,13 @@ func TestNodeRepairFollowsTheStack(t *testing.T) {
 		!strings.Contains(err.Error(), "give every Karpenter pool the same nodeRepair") {
 		t.Errorf("disagreeing Karpenter pools: %v", err)
 	}
+	// A repairing managed pool leaves the controller's gate to the Karpenter pools: off here.
+	s, err := load(false, "    - {name: a, profile: p5-efa}\n    - {name: b, profile: karpenter-p5, nodeRepair: false}\n")
+	if err != nil || s.KarpenterNodeRepair() || !s.Pools[0].NodeRepair.Enabled || !s.NodeRepairAnywhere() {
+		t.Errorf("a repairing managed pool beside a Karpenter pool without repair: %v, gate %v, managed repair %v", err, s.KarpenterNodeRepair(), s.Pools[0].NodeRepair.Enabled)
+	}
 	// Agreeing ones turn the controller's gate on; a managed pool beside them may differ.
-	s, err := load(false, "    - {name: a, profile: karpenter-p5}\n    - {name: b, profile: p5-efa, nodeRepair: false}\n")
+	s, err = load(false, "    - {name: a, profile: karpenter-p5}\n    - {name: b, profile: p5-efa, nodeRepair: false}\n")
 	if err != nil || !s.KarpenterNodeRepair() {
 		t.Errorf("agreeing Karpenter pools: %v, gate %v", err, s.KarpenterNodeRepair())
 	}

@@ -198,7 +198,7 @@ func validateShm(ps *problems, p Profile, it catalog.InstanceType, known bool) {
 		ps.add("shmSize", fmt.Sprintf("set shmSize well below %dGi", it.MemoryGiB),
 			"/dev/shm is a memory emptyDir: %s does not fit in the %d GiB of a %s", p.ShmSize, it.MemoryGiB, it.Name)
 	case known && p.PodsPerNode >= 0 && p.PodsPerNode <= it.GPUCount:
-		if _, memory := trainingPodCPUMemory(it, podsPerNode(p, it)); q.Cmp(memory) >= 0 {
+		if _, memory := trainingPodCPUMemory(it, podsPerNode(p, it), p.Provisioner); q.Cmp(memory) >= 0 {
 			ps.add("shmSize", fmt.Sprintf("set shmSize well below %s", memory.String()),
 				"/dev/shm is a memory emptyDir and counts within the training pod's memory limit of %s on %s: %s leaves nothing for the job", memory.String(), it.Name, p.ShmSize)
 		}

@@ -136,6 +136,18 @@ func TestHealthGateActsOnlyOnItsOwnNode(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 403 %q", c.what, code, body, c.want)
 		}
 	}
+	// Nor may it uncordon its node: an operator's cordon (a node drained for maintenance) stands.
+	cordon := func(on bool) {
+		t.Helper()
+		if code, resp, err := s.DoAs(s.Token(), "PATCH", "/api/v1/nodes/"+own, "application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on))); err != nil || code != 200 {
+			t.Fatalf("the admin's cordon %v: HTTP %d %s %v", on, code, resp, err)
+		}
+	}
+	cordon(true)
+	if code, body := write(token, "PATCH", "/api/v1/nodes/"+own, "application/merge-patch+json", `{"spec":{"unschedulable":false}}`); code != 403 || !strings.Contains(body, "schedulability") {
+		t.Errorf("uncordoning: HTTP %d %s, want 403 %q", code, body, "schedulability")
+	}
+	cordon(false)
 	// What the gate may do, it may: the label alone, and an event about its node.
 	if code, body := write(token, "PATCH", "/api/v1/nodes/"+own, "application/merge-patch+json", label(topology.LabelHealthFailed, "nvlink")); code != 200 {
 		t.Errorf("the health label on its own node: HTTP %d %s", code, body)

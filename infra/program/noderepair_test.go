@@ -3,6 +3,7 @@ package program
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -63,5 +64,38 @@ func TestNodeRepairReachesEveryPool(t *testing.T) {
 	}
 	if repairing == 0 {
 		t.Error("no stack repairs its nodes: the add-on is never proven")
+	}
+}
+
+// TestKarpenterRepairGateIsTheKarpenterPoolsAlone: the chart's gate, written out per stack: on
+// where a stack's Karpenter pools repair, off where they do not, whatever a managed pool beside
+// them does (Karpenter's gate acts on every NodePool, a managed node group's repair on itself).
+func TestKarpenterRepairGateIsTheKarpenterPoolsAlone(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		pools string
+		gate  bool
+	}{
+		"managed-repairs-karpenter-not": {"    - {name: a, profile: p5-efa}\n    - {name: b, profile: karpenter-p5, nodeRepair: false}\n", false},
+		"both-repair":                   {"    - {name: a, profile: p5-efa}\n    - {name: b, profile: karpenter-p5}\n", true},
+		"karpenter-repairs-managed-not": {"    - {name: a, profile: p5-efa, nodeRepair: false}\n    - {name: b, profile: karpenter-p5}\n", true},
+	} {
+		file := filepath.Join(dir, "Pulumi."+name+".yaml")
+		if err := os.WriteFile(file, []byte("config:\n  aws:region: us-west-2\n  gpucluster:pools:\n"+c.pools), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		charts := 0
+		for _, ch := range evaluate(t, file).ofType("kubernetes:helm.sh/v4:Chart") {
+			if ch.Input("chart") != karpenter.ChartRef {
+				continue
+			}
+			charts++
+			if gate := ch.Input("values").(map[string]any)["settings"].(map[string]any)["featureGates"].(map[string]any)["nodeRepair"]; gate != c.gate {
+				t.Errorf("%s: Karpenter's nodeRepair gate %v, want %v", name, gate, c.gate)
+			}
+		}
+		if charts != 1 {
+			t.Errorf("%s: %d Karpenter charts", name, charts)
+		}
 	}
 }

@@ -57,6 +57,9 @@ type KwokOptions struct {
 	// stand-in for the time its command takes, during which the rest of the job (an MPIJob's
 	// workers) starts around it, as on a cluster.
 	JobPodsRunFor time.Duration
+	// JobPodsFail ends a Job's pod as a failed command does (exit code 1, phase Failed) instead of
+	// completing it: a job whose launcher fails every try.
+	JobPodsFail bool
 }
 
 // StartKwokWith is StartKwok with options.
@@ -75,13 +78,28 @@ func (s *Server) StartKwokWith(o KwokOptions) error {
 		if err != nil {
 			return fmt.Errorf("kwok's stages: %w", err)
 		}
-		if strings.HasSuffix(f, "/pod-complete.yaml") && o.JobPodsRunFor > 0 {
+		if strings.HasSuffix(f, "/pod-complete.yaml") && (o.JobPodsRunFor > 0 || o.JobPodsFail) {
 			stage, err := yamlToObject(b)
 			if err != nil {
 				return err
 			}
-			// kwok's Stage delay (pkg/apis/v1alpha1 StageDelay): how long after a pod matches.
-			stage["spec"].(map[string]any)["delay"] = map[string]any{"durationMilliseconds": o.JobPodsRunFor.Milliseconds()}
+			spec := stage["spec"].(map[string]any)
+			if o.JobPodsRunFor > 0 {
+				// kwok's Stage delay (pkg/apis/v1alpha1 StageDelay): how long after a pod matches.
+				spec["delay"] = map[string]any{"durationMilliseconds": o.JobPodsRunFor.Milliseconds()}
+			}
+			if o.JobPodsFail {
+				// The stage's status template, ended as the kubelet reports a container that exited 1.
+				next := spec["next"].(map[string]any)
+				tmpl := next["statusTemplate"].(string)
+				for _, r := range [][2]string{{"exitCode: 0", "exitCode: 1"}, {"reason: Completed", "reason: Error"}, {"phase: Succeeded", "phase: Failed"}} {
+					if !strings.Contains(tmpl, r[0]) {
+						return fmt.Errorf("kwok's pod-complete stage has no %q to turn into a failure", r[0])
+					}
+					tmpl = strings.Replace(tmpl, r[0], r[1], 1)
+				}
+				next["statusTemplate"] = tmpl
+			}
 			if b, err = json.Marshal(stage); err != nil {
 				return err
 			}

@@ -12,11 +12,7 @@ import (
 
 // Figures worked by hand from EKS's formulas (allocatable.go).
 func TestTrainingPodCPUMemoryByHand(t *testing.T) {
-	cases := []struct {
-		typ         string
-		pods        int
-		cpu, memory string
-	}{
+	checkSizes(t, ProvisionerManagedNodeGroup, []sizeCase{
 		// 192 vCPU: reserved 60+10+10+188×2.5 = 550m, DaemonSets 1000m: 190.45 → 190 cores.
 		// 2048 GiB × 0.95 = 1,992,294 MiB − (255 + 11×250 + 100 + 2048) MiB → 1940 GiB.
 		{"p5.48xlarge", 1, "190", "1940Gi"},
@@ -24,12 +20,23 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 		{"g6e.xlarge", 1, "2", "26Gi"},
 		// 96 vCPU, 4 pods: (96000 − 290 − 1000)/1000 = 94 cores → 23 each; 1152 GiB → 1089 GiB → 272 each.
 		{"p4d.24xlarge", 4, "23", "272Gi"},
-	}
+	})
+}
+
+type sizeCase struct {
+	typ         string
+	pods        int
+	cpu, memory string
+}
+
+// checkSizes compares each type's training pods on a pool of the provisioner with the case.
+func checkSizes(t *testing.T, prov Provisioner, cases []sizeCase) {
+	t.Helper()
 	for _, c := range cases {
 		it, _ := catalog.Lookup(c.typ)
-		cpu, memory := trainingPodCPUMemory(it, c.pods, ProvisionerManagedNodeGroup)
+		cpu, memory := trainingPodCPUMemory(it, c.pods, prov)
 		if cpu.String() != c.cpu || memory.String() != c.memory {
-			t.Errorf("%s, %d pods: cpu %s memory %s, want %s %s", c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
+			t.Errorf("%s %s, %d pods: cpu %s memory %s, want %s %s", prov, c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
 		}
 	}
 }
@@ -37,11 +44,7 @@ func TestTrainingPodCPUMemoryByHand(t *testing.T) {
 // On a Karpenter pool the memory is what Karpenter expects of a type it has not launched yet,
 // worked by hand from karpenter-provider-aws v1.14.1 (allocatable.go).
 func TestKarpenterPoolsFitKarpentersEstimate(t *testing.T) {
-	cases := []struct {
-		typ         string
-		pods        int
-		cpu, memory string
-	}{
+	checkSizes(t, ProvisionerKarpenter, []sizeCase{
 		// 2,097,152 MiB − ⌈7.5%⌉ 157,287 = 1,939,865; 2 ENIs × 49 + 2 = 100 pods: − (255 + 1,100 + 100)
 		// = 1,938,410; − 2,048 for the DaemonSets = 1,936,362 MiB → 1890 GiB (the managed pool: 1940).
 		{"p5.48xlarge", 1, "190", "1890Gi"},
@@ -49,14 +52,7 @@ func TestKarpenterPoolsFitKarpentersEstimate(t *testing.T) {
 		// − 2,048 = 1,080,664 MiB → 1055 GiB, and 263 GiB each of 4.
 		{"p4d.24xlarge", 1, "94", "1055Gi"},
 		{"p4d.24xlarge", 4, "23", "263Gi"},
-	}
-	for _, c := range cases {
-		it, _ := catalog.Lookup(c.typ)
-		cpu, memory := trainingPodCPUMemory(it, c.pods, ProvisionerKarpenter)
-		if cpu.String() != c.cpu || memory.String() != c.memory {
-			t.Errorf("Karpenter %s, %d pods: cpu %s memory %s, want %s %s", c.typ, c.pods, cpu.String(), memory.String(), c.cpu, c.memory)
-		}
-	}
+	})
 }
 
 // A real EKS AL2023 p4d.24xlarge (kubectl describe node of a Karpenter node in

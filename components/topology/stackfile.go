@@ -295,23 +295,14 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	}
 	st.Cluster, st.VPC = r.settings(settings, st.Name, region, lines)
 	st.DriverVersion = DefaultNVIDIADriverVersion
-	if n := settings[KeyNVIDIADriverVersion]; n != nil {
-		if v, ok := r.scalarString(n, KeyNVIDIADriverVersion); ok {
-			if !driverVersionPattern.MatchString(v) {
-				r.fail(n.Line, KeyNVIDIADriverVersion, "write the version nvidia-smi prints on the node image, such as 580.159.03",
-					"%q is not an NVIDIA driver version", v)
-			}
-			st.DriverVersion, st.driverLine = v, n.Line
-		}
+	if v, line, ok := r.matching(settings, KeyNVIDIADriverVersion, driverVersionPattern,
+		"write the version nvidia-smi prints on the node image, such as 580.159.03", "%q is not an NVIDIA driver version"); ok {
+		st.DriverVersion, st.driverLine = v, line
 	}
-	if n := settings[KeyFabricManagerImage]; n != nil {
-		if img, ok := r.scalarString(n, KeyFabricManagerImage); ok {
-			if !digestPinnedImage.MatchString(img) {
-				r.fail(n.Line, KeyFabricManagerImage, "pin the image by its digest, such as 111122223333.dkr.ecr.us-west-2.amazonaws.com/nvidia-fabricmanager@sha256:<64 hex digits> (docker buildx imagetools inspect prints it)",
-					"%q is not pinned by digest: fabric manager runs privileged on the host, so only an image whose content is fixed runs it", img)
-			}
-			st.FabricManagerImage, st.fabricManagerImageLine = img, n.Line
-		}
+	if v, line, ok := r.matching(settings, KeyFabricManagerImage, digestPinnedImage,
+		"pin the image by its digest, such as 111122223333.dkr.ecr.us-west-2.amazonaws.com/nvidia-fabricmanager@sha256:<64 hex digits> (docker buildx imagetools inspect prints it)",
+		"%q is not pinned by digest: fabric manager runs privileged on the host, so only an image whose content is fixed runs it"); ok {
+		st.FabricManagerImage, st.fabricManagerImageLine = v, line
 	}
 	if n := settings[KeyMaxHourlyCost]; n != nil {
 		// Whole dollars: Pulumi's project schema types the key as an integer.
@@ -379,6 +370,19 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	sortErrors(r.warns)
 	st.Warnings = r.warns
 	return st, r.result()
+}
+
+// matching reads a string setting that must match pattern; one that does not is an error at its
+// line (message: a format of the value). ok: the file sets it.
+func (r *reader) matching(settings map[string]*yaml.Node, key string, pattern *regexp.Regexp, fix, message string) (v string, line int, ok bool) {
+	n := settings[key]
+	if n == nil {
+		return "", 0, false
+	}
+	if v, ok = r.scalarString(n, key); ok && !pattern.MatchString(v) {
+		r.fail(n.Line, key, fix, message, v)
+	}
+	return v, n.Line, ok
 }
 
 // checkNodeGroupQuota: every managed-node-group pool and the system node group is one managed

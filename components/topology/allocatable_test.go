@@ -55,6 +55,21 @@ func TestKarpenterPoolsFitKarpentersEstimate(t *testing.T) {
 	})
 }
 
+// Karpenter's estimate of a type's allocatable memory, to the MiB, worked by hand.
+func TestKarpenterLaunchMemoryByHand(t *testing.T) {
+	for typ, want := range map[string]float64{
+		"p5.48xlarge":  1_938_410, // 2,097,152 − 157,287 − (255 + 11 × (2 × 49 + 2) + 100)
+		"p4d.24xlarge": 1_082_712, // 1,179,648 − 88,474 − (255 + 11 × (15 × 49 + 2) + 100)
+		// arm64: 983,040 − 64 = 982,976, − ⌈73,723.2⌉; no IPv4 count in the catalog: 250 pods.
+		"p6e-gb200.36xlarge": 906_147, // 982,976 − 73,724 − (255 + 2,750 + 100)
+	} {
+		it, _ := catalog.Lookup(typ)
+		if got := karpenterLaunchMemoryMiB(it); got != want {
+			t.Errorf("%s: Karpenter expects %.0f MiB, want %.0f", typ, got, want)
+		}
+	}
+}
+
 // A real EKS AL2023 p4d.24xlarge (kubectl describe node of a Karpenter node in
 // gnosia93/training-on-eks, chapter/c8-scheduling-evit.md: allocatable cpu 95690m, memory
 // 1167634920Ki, pods 737) holds the training pods of a p4d pool of either provisioner, in

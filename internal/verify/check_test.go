@@ -204,6 +204,10 @@ func TestEachFaultIsNamed(t *testing.T) {
 			nodeOf(c, "gpu").Status.Conditions = []Condition{{Type: "Ready", Status: "Unknown", Reason: "NodeStatusUnknown"}}
 		}, []string{CodeNodeNotReady}, true},
 		{"a node missing", "p5-efa", func(c *Cluster) { c.Nodes = c.Nodes[1:] }, []string{CodeNodeCount}, false},
+		{"a node being deleted", "p5-efa", func(c *Cluster) { // going: the pool is short of it already
+			gone := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+			nodeOf(c, "gpu").Metadata.DeletionTimestamp = &gone
+		}, []string{CodeNodeCount}, false},
 		{"no network-node labels", "p5-efa", func(c *Cluster) {
 			delete(nodeOf(c, "gpu").Metadata.Labels, topology.LabelNetworkNodeLayerPrefix+"3")
 		}, []string{CodeNetworkNodeLabels}, true},
@@ -243,6 +247,13 @@ func TestEachFaultIsNamed(t *testing.T) {
 			}
 			if !slices.Equal(codes, tc.want) {
 				t.Errorf("findings %v, want %v: %+v", codes, tc.want, r.Findings)
+			}
+			// Every fault is an error that fails verify (and stops bench run), but a stray node of
+			// another pool, which may be another stack's: written out here, not read from Codes.
+			for _, f := range r.Findings {
+				if want := map[bool]string{true: topology.SeverityWarning, false: topology.SeverityError}[f.Code == CodeUnknownPool]; f.Severity != want {
+					t.Errorf("%s is a %s, want %s", f.Code, f.Severity, want)
+				}
 			}
 			if r.Errors+r.Warnings != len(r.Findings) {
 				t.Errorf("%d errors and %d warnings counted for %d findings", r.Errors, r.Warnings, len(r.Findings))

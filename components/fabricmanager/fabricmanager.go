@@ -25,9 +25,9 @@ import (
 // 127.0.0.1 of the pod: it accepts connections only once fabric manager is up and serving.
 const CommandPort = 6666
 
-// ConfigFile is where NVIDIA's fabric-manager package puts its configuration, which the image
+// configFile is where NVIDIA's fabric-manager package puts its configuration, which the image
 // must hold (docs/fabric-manager.md).
-const ConfigFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+const configFile = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 
 // nodeDriverVersionFile holds the version of the node's loaded NVIDIA kernel module.
 const nodeDriverVersionFile = "/sys/module/nvidia/version"
@@ -43,7 +43,7 @@ type Args struct {
 
 // env is the start script's environment.
 func env(a Args) corev1.EnvVarArray {
-	vars := [][2]string{{"NVIDIA_DRIVER_VERSION", a.DriverVersion}, {"FM_IMAGE", a.Image}, {"FM_CONFIG", ConfigFile},
+	vars := [][2]string{{"NVIDIA_DRIVER_VERSION", a.DriverVersion}, {"FM_IMAGE", a.Image}, {"FM_CONFIG", configFile},
 		{"FM_STATUS", topology.FabricManagerStatusFile}, {"NODE_DRIVER_VERSION_FILE", nodeDriverVersionFile}}
 	var out corev1.EnvVarArray
 	for _, v := range vars {

@@ -214,8 +214,8 @@ func daemonSet(p topology.PoolSpec, labels map[string]string) *appsv1.DaemonSetA
 	}
 }
 
-// fabricManagerStatus is the host directory of the fabric-manager DaemonSet's status file, which
-// the GPU checks read (read-only) on pools where that DaemonSet runs.
+// fabricManagerStatus names the volume of the fabric-manager DaemonSet's status directory on the
+// host, which the GPU checks read (read-only) on pools where that DaemonSet runs.
 const fabricManagerStatus = "fabricmanager-status"
 
 func gpuMounts(h topology.HealthGateSpec, results corev1.VolumeMountArray) corev1.VolumeMountArray {

@@ -162,6 +162,9 @@ func writeTraining(w io.Writer, r *bench.Result, sawNCCL bool) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "instance %s, nodes %s, placement %s\n", orDash(r.InstanceType), count(r.Nodes), orDash(r.Placement))
+	if r.Assumed != "" {
+		fmt.Fprintln(w, r.Assumed)
+	}
 	writeSpan(w, r)
 	writeTransports(w, r, sawNCCL)
 	if t.TimestampSource != "" {
@@ -223,6 +226,9 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 		fmt.Fprintf(w, " on %s", strings.Join(r.Devices, ", "))
 	}
 	fmt.Fprintln(w)
+	if r.Assumed != "" {
+		fmt.Fprintln(w, r.Assumed)
+	}
 	writeSpan(w, r)
 	writeTransports(w, r, sawNCCL)
 	fmt.Fprintf(w, "%12s  %10s  %10s  %10s  %10s  %s\n", "size", "time(us)", "busbw", "in-place", "busbw", "#wrong")

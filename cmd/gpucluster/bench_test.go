@@ -130,7 +130,8 @@ func TestBenchReportNamesTheTestAndPrintsCountsAsWritten(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitFail)
 	}
 	code, stdout, _ = runCLI("bench", "report", "--log", "../../internal/bench/testdata/alltoall-blank-redop-error.txt")
-	if code != exitFail || !strings.Contains(stdout, "err 0/err 1") || !strings.Contains(stdout, "256 ranks") {
+	// nccl-tests' footer counted 0 out-of-bounds values: the in-place error is said, not a failure.
+	if code != exitOK || !strings.Contains(stdout, "err 0/err 1") || !strings.Contains(stdout, "256 ranks") || !strings.Contains(stdout, "not counted as wrong data") {
 		t.Errorf("exit %d\n%s", code, stdout)
 	}
 }

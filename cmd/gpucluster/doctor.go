@@ -185,8 +185,14 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "  intra-node: %s\n  inter-node: %s\n", c.IntraNode, c.InterNode)
-		if c.NVLSChannels > 0 || c.NVLSHeads > 0 {
-			fmt.Fprintf(w, "  NVLS (NVLink SHARP): %s channels, %s heads\n", count(c.NVLSChannels), count(c.NVLSHeads))
+		if c.NVLSChannels > 0 || c.NVLSHeads > 0 || c.NVLSInUse {
+			// Its buffers set up is use (from NCCL 2.22, at the first NVLS collective); a channel
+			// count alone is support.
+			state := "supported"
+			if c.NVLSInUse {
+				state = "in use"
+			}
+			fmt.Fprintf(w, "  NVLS (NVLink SHARP) %s: %s channels, %s heads\n", state, count(c.NVLSChannels), count(c.NVLSHeads))
 		}
 		if c.CollNet > 0 {
 			fmt.Fprintf(w, "  CollNet: %d connection(s) via %s\n", c.CollNet, c.CollNetVia)

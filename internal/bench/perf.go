@@ -57,6 +57,9 @@ type Table struct {
 	Hosts   []string `json:"hosts,omitempty"`
 	Devices []string `json:"devices,omitempty"` // distinct GPU names from the rank lines
 	Rows    []Row    `json:"rows"`
+	// Assumed says which nccl-tests row shape was read when the log holds no column header ("" when
+	// it holds one).
+	Assumed string `json:"assumedColumns,omitempty"`
 	// Elided is true when rows were left out of the log (a "..." line): an excerpt, not a sweep.
 	Elided bool `json:"elided,omitempty"`
 	// OutOfBounds is nccl-tests' own check; nil when the footer is missing (a cut log).
@@ -70,7 +73,21 @@ type Table struct {
 	Skipped []SkippedLine `json:"skippedLines,omitempty"`
 
 	threads, gpus, procs int // the header's nThread and nGpus, the launcher's -np (0: not said)
+	rankLines            int // the rank lines read: fewer than Ranks when the listing was cut
 }
+
+// HostsListed is how many hosts the rank listing names when it lists every rank, 0 when it is
+// cut (a listing cut to "Rank 71" names one host of a rack's 18) or absent: a cut listing says
+// nothing of the node count.
+func (t *Table) HostsListed() int {
+	if t.rankLines < t.Ranks {
+		return 0
+	}
+	return len(t.Hosts)
+}
+
+// ListingCut says the rank listing holds fewer lines than the ranks it numbers.
+func (t *Table) ListingCut() bool { return t.rankLines > 0 && t.rankLines < t.Ranks }
 
 // SkippedLine is one line of a table that was not read as a row, and why.
 type SkippedLine struct {
@@ -93,12 +110,41 @@ type Perf struct {
 }
 
 // launcherPrefix matches what launchers put before a process's output: Open MPI --tag-output
-// "[1,0]<stdout>:", srun -l "0: ", pdsh/mpirun "1:0: "-style rank tags.
-var launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\d+)?:(?:\s|$))`)
+// "[1,0]<stdout>:", srun -l "0: " (" 0: " once there are ten tasks or more: the label is padded
+// to the widest task id, NVIDIA/nccl-tests#290), pdsh/mpirun "1:0: "-style rank tags, and a
+// bare rank tag "[0] " (NVIDIA/nccl#1453), which that launcher also puts where one printf of the
+// row ends and the next begins ("-1[0]   1626.5").
+var (
+	launcherPrefix = regexp.MustCompile(`^(\[\d+,\d+\]<std(?:out|err)>:|\d+(?::\d+)?:(?:\s|$))`)
+	bareRankTag    = regexp.MustCompile(`^\[\d+\](?:\s+|$)`)
+	rankTag        = regexp.MustCompile(`\[\d+\]`)
+	// SkyPilot's "(head, rank=0, pid=3808) " before each line of a node's output.
+	skyPilotPrefix = regexp.MustCompile(`^\((?:head|worker\d*)[^()]*\brank=\d+[^()]*\) `)
+)
 
 // stripPrefix removes launcher and kubectl prefixes. Column alignment does not matter after
 // that: rows are split on whitespace.
 func stripPrefix(line string) string {
+	// A padded srun label starts with spaces, as rows do: spaces are dropped only with a prefix.
+	t := strings.TrimLeft(line, " ")
+	out := t
+	if out != "" && out[0] == '(' {
+		if m := skyPilotPrefix.FindString(out); m != "" {
+			out = out[len(m):]
+		}
+	}
+	out = stripLauncher(out)
+	if m := bareRankTag.FindString(out); m != "" {
+		out = rankTag.ReplaceAllString(out[len(m):], " ") // the tag inside the row too
+	}
+	if out == t {
+		return line
+	}
+	return out
+}
+
+// stripLauncher removes a kubectl timestamp and one launcher prefix from the start of line.
+func stripLauncher(line string) string {
 	// Both prefixes start with a digit or '[': most lines are decided by their first byte.
 	if line == "" || line[0] != '[' && (line[0] < '0' || line[0] > '9') {
 		return line
@@ -319,14 +365,14 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 				}
 			}
 		}
-		if cur == nil || cur.AvgBusBW != nil {
+		if (cur == nil || cur.AvgBusBW != nil) && !rowShaped(line) {
 			continue // the table is closed by its footer
 		}
-		if line == "..." || line == "…" {
+		if cur != nil && (line == "..." || line == "…") {
 			cur.Elided = true
 			continue
 		}
-		if oobRe.MatchString(line) || avgRe.MatchString(line) {
+		if cur != nil && (oobRe.MatchString(line) || avgRe.MatchString(line)) {
 			// the footer of early versions, printed without '#'
 			if err := headerFact(&pending, cur, line); err != nil {
 				cur.skip(n, line, err.Error())
@@ -336,6 +382,16 @@ func ParsePerf(r io.Reader) (*Perf, error) {
 		fields := strings.Fields(line)
 		if _, err := strconv.ParseInt(fields[0], 10, 64); err != nil {
 			continue // an NCCL INFO line or other output between rows
+		}
+		if cur == nil || cur.AvgBusBW != nil {
+			c, assumed, ok := assumeColumns(fields)
+			if !ok {
+				continue
+			}
+			t := pending
+			t.Line, t.Assumed = n, assumed
+			p.Tables = append(p.Tables, t)
+			cur, cols, pending = &p.Tables[len(p.Tables)-1], c, Table{}
 		}
 		row, err := cols.row(fields)
 		if err != nil {
@@ -383,6 +439,7 @@ func headerFact(next, cur *Table, line string) error {
 	} else if m := find(rankLine, "Rank"); m != nil {
 		index, _ := strconv.Atoi(m[1])
 		next.Ranks = max(next.Ranks+1, index+1)
+		next.rankLines++
 		next.Hosts = appendNew(next.Hosts, m[2])
 		next.Devices = appendNew(next.Devices, strings.TrimSpace(m[3]))
 	} else if m := find(threadsRe, "nGpus"); m != nil {
@@ -490,4 +547,9 @@ func (c *columns) measure(f []string) (*Measure, error) {
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
+}
+
+// rowShaped says whether a line outside any table may be a row of one whose header was cut.
+func rowShaped(line string) bool {
+	return line != "" && isDigit(line[0])
 }

@@ -77,7 +77,8 @@ func ParsePerfJSON(r io.Reader) (*Perf, error) {
 	if f.Results == nil {
 		return nil, fmt.Errorf("nccl-tests JSON: no \"results\" list")
 	}
-	t := Table{NCCLLibrary: f.NCCLVersion, Ranks: len(f.Config.Devices), Line: 1}
+	// The JSON lists every device: its listing is whole.
+	t := Table{NCCLLibrary: f.NCCLVersion, Ranks: len(f.Config.Devices), rankLines: len(f.Config.Devices), Line: 1}
 	if len(f.Args) > 0 {
 		t.Collective = path.Base(f.Args[0])
 	}

@@ -63,7 +63,7 @@ var reportSizes = []int64{1 << 30, 16 << 30}
 // from the same log (nil: the log has no NCCL INFO lines).
 func NewResult(logName string, t Table, pool *topology.PoolSpec, against string, d *doctor.Report) *Result {
 	r := &Result{Log: logName, Against: against, Table: t, AtSizes: []SizeBW{}}
-	r.describe(pool, d, len(t.Hosts))
+	r.describe(pool, d, t.HostsListed())
 	for _, row := range t.Rows {
 		if row.OutOfPlace == nil {
 			continue
@@ -144,7 +144,7 @@ func (r *Result) judge() Verdict {
 		}
 		v.Reasons = append(v.Reasons, fmt.Sprintf(format, a...))
 	}
-	r.judgeRows(fail)
+	r.judgeRows(fail, func(format string, a ...any) { v.Reasons = append(v.Reasons, fmt.Sprintf(format, a...)) })
 	if r.OutOfBounds != nil && *r.OutOfBounds > 0 {
 		fail("nccl-tests counted %d out-of-bounds values", *r.OutOfBounds)
 	}
@@ -171,6 +171,9 @@ func (r *Result) judge() Verdict {
 	switch {
 	case r.InstanceType == "":
 		unknown("instance type unknown: pass --stack/--pool or --profile (the log names no platform)")
+		return v
+	case r.Nodes == 0 && r.ListingCut():
+		unknown("node count unknown: the rank listing is cut (%d of %d rank lines), so its hosts are not the job's, and NCCL's nNodes is not in the log; pass --nodes N", r.rankLines, r.Ranks)
 		return v
 	case r.Nodes == 0:
 		unknown("node count unknown: the log has neither nccl-tests' \"Rank … on HOST\" lines nor NCCL's nNodes; pass --nodes N")

@@ -191,13 +191,33 @@ func TestOldTablesAndRankCounts(t *testing.T) {
 	if last.OutOfPlace.MaxError == nil || *last.OutOfPlace.MaxError != 0 || *last.InPlace.MaxError != 1 || last.InPlace.Wrong != nil {
 		t.Errorf("error columns %+v %+v", last.OutOfPlace, last.InPlace)
 	}
+	// nccl-tests' own footer counted 0 out-of-bounds values: the in-place error of its alltoall
+	// is an artefact of the old check, said and not failed (issue 52, class 11).
 	r := NewResult("x", old, nil, "", nil)
-	if reasons := strings.Join(r.Verdict.Reasons, " | "); r.Verdict.Status != Fail ||
-		!strings.Contains(reasons, "1 row(s) with an error above float's tolerance (1e-05) in-place, 256 MiB (first at line 14: 1 at 256 MiB)") {
-		t.Errorf("an error of 1 on float rows: %s %q", r.Verdict.Status, reasons)
+	if reasons := strings.Join(r.Verdict.Reasons, " | "); r.Verdict.Status == Fail ||
+		!strings.Contains(reasons, "1 row(s) with an error above float's tolerance (0.00255) in-place, 256 MiB (first at line 14: 1 at 256 MiB), yet nccl-tests' own check counted 0 out-of-bounds values") {
+		t.Errorf("an error of 1 on float rows under a clean footer: %s %q", r.Verdict.Status, reasons)
 	}
-	if ranks := parseFile(t, "rank71-only.txt").Tables[0].Ranks; ranks != 72 {
-		t.Errorf("a listing cut to Rank 71: %d ranks, want 72", ranks)
+	// Without that footer the deviation is the only judgement there is.
+	cutFooter := old
+	cutFooter.OutOfBounds = nil
+	if r := NewResult("x", cutFooter, nil, "", nil); r.Verdict.Status != Fail {
+		t.Errorf("an error of 1 on float rows, no footer: %s %q", r.Verdict.Status, r.Verdict.Reasons)
+	}
+	// Its listing names 3 of 256 ranks: the two hosts it shows are not the job's node count.
+	if old.HostsListed() != 0 || !old.ListingCut() {
+		t.Errorf("a cut listing: %d hosts listed, cut %v", old.HostsListed(), old.ListingCut())
+	}
+	rack := parseFile(t, "rank71-only.txt").Tables[0]
+	if rack.Ranks != 72 {
+		t.Errorf("a listing cut to Rank 71: %d ranks, want 72", rack.Ranks)
+	}
+	// One rank line of 72 names one host of the rack's 18: the node count is unknown, not 1
+	// (issue 52, class 12).
+	gb200 := profilePool(t, "gb200-nvl72")
+	if r := NewResult("x", rack, gb200, "profile gb200-nvl72", nil); r.Nodes != 0 || r.Verdict.Status != Unknown ||
+		!strings.Contains(strings.Join(r.Verdict.Reasons, " | "), "the rank listing is cut (1 of 72 rank lines)") {
+		t.Errorf("a listing cut to Rank 71: %d nodes, %s %q", r.Nodes, r.Verdict.Status, r.Verdict.Reasons)
 	}
 	cut := parseFile(t, "wrong-exponent-no-footer.txt").Tables[0]
 	if cut.Ranks != 16 || cut.Binary != "all_reduce_perf" || cut.Rows[2].OutOfPlace.WrongAsPrinted != "1.04858e+06" {

@@ -55,7 +55,7 @@ func TestCorpus(t *testing.T) {
 				if k == "profile" {
 					continue
 				}
-				if got[k] != v && !(k == "change" && strings.Contains(got[k], v)) {
+				if got[k] != v && !((k == "change" || k == "evidence") && strings.Contains(got[k], v)) {
 					t.Errorf("%s = %q, want %q", k, got[k], v)
 				}
 			}
@@ -84,6 +84,9 @@ func corpusFacts(l *Log, r *Report) map[string]string {
 	}
 	sort.Strings(codes)
 	f["findings"] = strings.Join(codes, ",")
+	if len(r.Findings) > 0 {
+		f["evidence"] = r.Findings[0].Evidence // the first finding's: its record is the first of its chain
+	}
 	if len(codes) == 0 {
 		f["findings"] = "none"
 	}
@@ -101,6 +104,11 @@ func corpusFacts(l *Log, r *Report) map[string]string {
 		f["intra"], f["inter"] = c.IntraNode, c.InterNode
 		f["parent"] = c.Parent
 		f["channels"], f["nvlsChannels"], f["collnet"] = known(c.Channels), known(c.NVLSChannels), known(c.CollNet)
+		f["nvlsInUse"] = fmt.Sprint(c.NVLSInUse)
+		f["connections"] = ""
+		for _, conn := range c.Connections {
+			f["connections"] += fmt.Sprintf("%s %s %d;", conn.Where, conn.Transport, conn.Count)
+		}
 		for _, sub := range r.Communicators {
 			if sub.Parent != "" {
 				f["split"] = "yes" // one communicator was split from another (ncclCommSplit)

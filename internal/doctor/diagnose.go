@@ -27,15 +27,16 @@ type CommReport struct {
 	Parent string `json:"parent,omitempty"` // the communicator it was split from
 	// Excerpt: connections logged without their Init lines; ranks and nodes are unknown.
 	Excerpt bool `json:"excerpt,omitempty"`
-	// Ranks, Nodes and LocalRanks are 0 when the log does not say: nodes from NCCL's nNodes line
+	// Ranks, Nodes and LocalRanks are 0 (absent in JSON) when the log does not say: nodes from NCCL's nNodes line
 	// or from every rank's own lines, never guessed from the hosts one pod's log shows.
-	Ranks      int `json:"ranks"`
-	Nodes      int `json:"nodes"`
-	LocalRanks int `json:"localRanksPerNode"`
-	Channels   int `json:"channels"` // 0: not logged
+	Ranks      int `json:"ranks,omitempty"`
+	Nodes      int `json:"nodes,omitempty"`
+	LocalRanks int `json:"localRanksPerNode,omitempty"`
+	Channels   int `json:"channels,omitempty"` // 0: not logged
 	// NVLink SHARP and CollNet set up for the communicator (0 and "": not logged).
 	NVLSChannels int          `json:"nvlsChannels,omitempty"`
 	NVLSHeads    int          `json:"nvlsHeads,omitempty"`
+	NVLSInUse    bool         `json:"nvlsInUse,omitempty"` // NCCL set up the communicator's NVLS buffers
 	CollNet      int          `json:"collNetConnections,omitempty"`
 	CollNetVia   string       `json:"collNetTransport,omitempty"`
 	Connections  []Connection `json:"connections"`
@@ -139,13 +140,21 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 	r := &Report{NCCLVersion: l.Version, NetPlugin: l.Plugin, PluginVersion: l.PluginVer, Network: l.Network,
 		Communicators: []CommReport{}, Topology: topo, Findings: []Finding{}}
 	r.AssignedNetPlugin, r.NetPluginPath, r.CollNetPlugin = l.Assigned, l.PluginPath, l.CollNetPlugin
-	if r.Network == "" && l.NetFile != "" {
+	switch {
+	case r.Network == "" && l.NetFile != "":
 		r.Network, r.NetworkFrom = networkOfFile(l.NetFile), l.NetFile+" in an error (no \"Using network\" line)"
+	case r.Network == "" && l.IBNoDevice != "" && l.SocketUsing != "":
+		// NCCL 2.4 and 2.5 try IB, then sockets, and name the network only by the transport
+		// that started (src/transport/net_ib.cc, net_socket.cc of v2.5.6).
+		r.Network, r.NetworkFrom = "Socket", "\""+l.IBNoDevice+"\", then \"NET/Socket : Using "+l.SocketUsing+"\" (no \"Using network\" line)"
 	}
+	ibext := l.transportNamed("NET/IBext")
 	switch {
 	case r.NetPlugin != "":
 	case strings.HasPrefix(r.Network, "IBext"):
 		r.NetPlugin = r.Network // HPC-X's external IB plugin names itself so (NVIDIA/nccl#1120, #1584)
+	case ibext != "":
+		r.NetPlugin = ibext // named only by its connections' transport: "via NET/IBext_v8/0/GDRDMA"
 	case l.Provider != "" || strings.Contains(l.Network, "Libfabric") || l.usedLibfabric():
 		r.NetPlugin = "Libfabric" // aws-ofi-nccl spoke (a provider, the Libfabric network) without NCCL naming it
 	case l.InternalNet || r.Network == "IB" || r.Network == "Socket" || l.Assigned == "IB" || l.Assigned == "Socket":
@@ -199,7 +208,7 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 func commReport(c *Comm) CommReport {
 	c.relocate()
 	cr := CommReport{ID: c.ID, Parent: c.Parent, Excerpt: c.Excerpt, Ranks: c.Ranks, Nodes: c.Nodes, LocalRanks: c.LocalRanks,
-		Channels: c.Channels, NVLSChannels: c.NVLSChannels, NVLSHeads: c.NVLSHeads, CollNet: c.CollNet, CollNetVia: c.CollNetVia,
+		Channels: c.Channels, NVLSChannels: c.NVLSChannels, NVLSHeads: c.NVLSHeads, NVLSInUse: c.NVLSInUse, CollNet: c.CollNet, CollNetVia: c.CollNetVia,
 		IntraNode: topology.TransportNone, InterNode: topology.TransportNone}
 	if cr.Nodes == 0 && c.Ranks > 0 && len(c.rankHost) == c.Ranks {
 		cr.Nodes = c.Hosts() // every rank printed its own lines: their hosts are the nodes
@@ -314,6 +323,7 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		}
 	}
 	failureFindings(l, add)
+	fs = startupCallsOfFallback(fs)
 	if failedFast {
 		for i := range fs {
 			if fs[i].Code == "nccl-net-unavailable" {
@@ -345,14 +355,20 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		}
 	}
 	nvswitch := (topo != nil && topo.NVLink()) || (it != nil && it.Interconnect == catalog.InterconnectNVSwitch)
+	// The GPUs a node of the job has: the type the log itself names (aws-ofi-nccl's platform)
+	// before the pool's, which the log may show to be another type (the verdict says so).
+	gpuType := it
+	if named := instanceOf(l, nil); named != nil {
+		gpuType = named
+	}
 	for i, c := range l.SortedComms() {
 		cr := comms[i]
 		// One rank per NCCL node (NCCL's node is the pod: its host hash) on a type with several
 		// GPUs, or every rank on cudaDev 0 across as many hosts as ranks: one GPU per pod.
 		// Without the instance type (no profile, no platform line) a node's GPU count is unknown:
 		// sixteen single-GPU machines look the same as sixteen one-GPU pods, so nothing is claimed.
-		onePerNode := cr.LocalRanks == 1 && c.Ranks > 1 && it != nil && it.GPUCount > 1
-		onDevice0 := c.AllOnDevice0() && (c.LocalRanks == 1 || c.Hosts() == c.Ranks) && c.Ranks > 1 && it != nil && it.GPUCount > 1
+		onePerNode := cr.LocalRanks == 1 && c.Ranks > 1 && gpuType != nil && gpuType.GPUCount > 1
+		onDevice0 := c.AllOnDevice0() && (c.LocalRanks == 1 || c.Hosts() == c.Ranks) && c.Ranks > 1 && gpuType != nil && gpuType.GPUCount > 1
 		if !onePerNode && !onDevice0 {
 			continue
 		}
@@ -363,7 +379,7 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		evidence := fmt.Sprintf("communicator %s: all %d ranks drive cudaDev 0, %d per node", c.ID, c.Ranks, max(c.LocalRanks, 1))
 		if onePerNode {
 			evidence = fmt.Sprintf("communicator %s: %d ranks, 1 per node (NCCL counts each pod as a node) on %s, which has %d GPUs",
-				c.ID, c.Ranks, it.Name, it.GPUCount)
+				c.ID, c.Ranks, gpuType.Name, gpuType.GPUCount)
 		}
 		add("one-gpu-per-pod", topology.SeverityWarning, evidence, cause,
 			"run one pod or container per node holding every GPU and EFA device (gpucluster: podLayout: pod-per-node)")
@@ -401,6 +417,9 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		add("nccl-proto-forced", topology.SeverityWarning, "NCCL_PROTO set by environment to "+v,
 			"one protocol is forced for every message size; NCCL and aws-ofi-nccl choose per platform",
 			"unset NCCL_PROTO unless a benchmark on this instance type proved it better")
+	}
+	if l.Loopback != "" {
+		loopbackFinding(l, fs, add)
 	}
 	if len(l.Unreachable) > 0 {
 		addFailure(add, "efa-unreachable", l.Unreachable[0], 1)
@@ -604,4 +623,51 @@ func (r *Report) Outcome() string {
 		return OutcomeFail
 	}
 	return OutcomeUnknown
+}
+
+// loopbackFinding says NCCL bound its sockets to lo: an error where the log shows ranks on more
+// than one host or a connection that failed (peers on other hosts cannot reach 127.0.0.1),
+// nothing where it proves every rank on one host (they reach each other over lo), a warning
+// where it shows neither.
+func loopbackFinding(l *Log, fs []Finding, add func(code, severity, evidence, cause, fix string)) {
+	severity, oneHost := topology.SeverityWarning, len(l.Comms) > 0
+	for _, c := range l.Comms {
+		if c.Nodes > 1 || c.Hosts() > 1 {
+			severity = topology.SeverityError
+		}
+		oneHost = oneHost && !c.Excerpt && (c.Nodes == 1 || c.Ranks > 0 && len(c.rankHost) == c.Ranks && c.Hosts() == 1)
+	}
+	for _, f := range fs {
+		switch f.Code {
+		case "socket-connect-failed", "nccl-remote-error", "collective-timeout", "nccl-error":
+			severity = topology.SeverityError
+		}
+	}
+	if oneHost && severity != topology.SeverityError {
+		return // every rank on one host: lo reaches them all
+	}
+	add("loopback-interface", severity, l.Loopback,
+		"NCCL bound its sockets to the loopback interface lo: it takes lo only when the host (or container) has no other interface or NCCL_SOCKET_IFNAME names it (src/misc/socket.cc), and a peer on another host cannot reach 127.0.0.1, so its bootstrap and socket connections fail or hang",
+		"set NCCL_SOCKET_IFNAME to the interface the hosts share (in Kubernetes the pod's eth0), or leave it unset; check that the container or pod has a network interface besides lo")
+}
+
+// startupCallsOfFallback folds aws-ofi-nccl's failed calls into net-plugin-fallback when both
+// are found: the calls failed while the plugin started, and NCCL carried on without it; the
+// first failed call is the fallback's cause, quoted in its evidence (aws/aws-ofi-nccl#889:
+// "Creating new endpoint … failed", then "aws-ofi-nccl initialization failed").
+func startupCallsOfFallback(fs []Finding) []Finding {
+	fallback, call := -1, -1
+	for i, f := range fs {
+		switch f.Code {
+		case "net-plugin-fallback":
+			fallback = i
+		case "ofi-call-failed":
+			call = i
+		}
+	}
+	if fallback < 0 || call < 0 {
+		return fs
+	}
+	fs[fallback].Evidence += "; the first failed call: " + fs[call].Evidence
+	return slices.Delete(fs, call, call+1)
 }

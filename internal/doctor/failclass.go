@@ -60,6 +60,14 @@ var failureClasses = []struct {
 	// by remote peer"; "Call to recv from X failed : Broken pipe", "… : Connection reset by peer".
 	{"nccl-remote-error", classKeyed(`Connection closed by remote peer|Broken pipe|Connection reset by peer|remote process exited`, "Connection closed by remote peer", "Broken pipe", "Connection reset by peer", "remote process exited")},
 	{"shm-segment-failed", classKeyed(`Error while creating shared memory segment`, "Error while creating shared memory segment")},
+	// aws-ofi-nccl's own failed calls, when no class above names them: "NET/OFI Creating new
+	// endpoint for domain 0x… failed: Invalid argument", "NET/OFI Couldn't open a fabric access
+	// domain. RC: -38, ERROR: Function not implemented" (a negative libfabric return code;
+	// aws/aws-ofi-nccl#801, #889). The plugin's start-up failures NCCL moves on from
+	// (pluginFailRe) are net-plugin-fallback's.
+	{"ofi-call-failed", classKeyedBy(`NET/OFI .*(?:\bfailed\b|\bRC: -\d+)`, func(s string) bool {
+		return strings.Contains(s, "NET/OFI") && (strings.Contains(s, "failed") || strings.Contains(s, "RC: -")) && pluginFailRe.find(s) == nil
+	})},
 }
 
 // classKeyed and classKeyedBy are a class's expression behind its keys, as keyed builds them
@@ -147,7 +155,15 @@ type failureLog struct {
 	named   map[procKey]bool
 	general []generalFailure
 	said    map[procKey]bool // processes with a general failure kept
+	// ibextDisabled: the user disabled the external IB plugin (NCCL_IBEXT_DISABLE=1), whose init
+	// then returns ncclInternalError through NCCL's plugin wrapper ("net.cc:55 -> 3",
+	// "plugin/net/net_v9.cc:57 -> 3") before NCCL's own IB transport takes the same NICs
+	// (NVIDIA/nccl#676): that chain is no failure.
+	ibextDisabled bool
 }
+
+// pluginWrapperRe is the source file of NCCL's net plugin loader and its version wrappers.
+var pluginWrapperRe = regexp.MustCompile(`^(?:net\.cc|plugin/net\.cc|plugin/net/net_v\d+\.cc)$`)
 
 // generalFailure is a return-code chain whose class its own WARN did not name.
 type generalFailure struct {
@@ -226,6 +242,10 @@ func (f *failureLog) readNCCL(rec *record) {
 		return
 	}
 	c := f.chains[thread]
+	if c == nil && code == 3 && f.ibextDisabled && pluginWrapperRe.MatchString(m[1]) {
+		f.chains[thread] = &chain{classified: true} // the disabled plugin declining; NCCL moves on
+		return
+	}
 	switch {
 	case c != nil && (c.classified || c.reported):
 	case c != nil && c.warn != "":
@@ -308,6 +328,18 @@ var failureAdvice = map[string][2]string{
 		"libfabric's EFA provider reported a problem (its own words are the evidence): a missing capability such as GPUDirect RDMA (FI_HMEM), a device it could not open, or a failed operation",
 		"read the libfabric line; check the node image's EFA driver, libfabric and aws-ofi-nccl versions go together (`fi_info -p efa` lists the devices) and, in Kubernetes, that the pod has its EFA devices (vpc.amazonaws.com/efa)",
 	},
+	"libfabric-warning": {
+		"libfabric's provider named in the line (not EFA: HPE Slingshot's cxi, verbs, tcp, shm) reported a problem in its own words; the job's network is that provider's, and EFA's advice does not apply",
+		"read the libfabric line and that provider's documentation; check that the libfabric the job loads was built with the provider and that FI_PROVIDER names the one the hosts' network needs",
+	},
+	"process-crashed": {
+		"a process of the job crashed (segmentation fault or bus error) beside NCCL's errors: the crash ended the process, and NCCL's errors on the other ranks are its consequence, or the crash followed an NCCL failure that left the process in a bad state. A bus error while NCCL maps /dev/shm is a full /dev/shm",
+		"find the first crash in the log and its backtrace (the core dump, or the lines after the signal); check `df -h /dev/shm` for a bus error, and the versions of NCCL, the net plugin and the framework for a segmentation fault",
+	},
+	"ofi-call-failed": {
+		"a call of aws-ofi-nccl into libfabric failed (the plugin's own words name the call, and a negative libfabric return code the reason: -22 invalid argument, -12 out of memory, -38 not implemented by the provider): the provider could not give the plugin what it asked for",
+		"read the line: the call and its code; check that the libfabric, its provider and aws-ofi-nccl versions go together (on EFA, the node image's EFA installer) and, in Kubernetes, that the pod has its network devices (vpc.amazonaws.com/efa on EFA)",
+	},
 	"collective-timeout": {
 		"a collective did not complete in time on every rank: one rank stopped taking part (it crashed, hung or lags far behind), or the network stalled",
 		"find the rank that did not reach the collective (the first error or exit in the other ranks' logs); raising the timeout only hides a hang",
@@ -322,11 +354,20 @@ var failureAdvice = map[string][2]string{
 	},
 }
 
+// warningOnly are the classes whose records do not prove the job failed: another provider's
+// libfabric warning is often one it works around (an interface it skips, a memory type it
+// lacks), unlike EFA's, which gpucluster's pools depend on.
+var warningOnly = map[string]bool{"libfabric-warning": true}
+
 // addFailure adds one class's finding.
 func addFailure(add func(code, severity, evidence, cause, fix string), code, evidence string, count int) {
 	a := failureAdvice[code]
 	if count > 1 {
 		evidence += fmt.Sprintf(" (and %d more record(s) of the kind)", count-1)
 	}
-	add(code, topology.SeverityError, evidence, a[0], a[1])
+	severity := topology.SeverityError
+	if warningOnly[code] {
+		severity = topology.SeverityWarning
+	}
+	add(code, severity, evidence, a[0], a[1])
 }

@@ -50,7 +50,7 @@ func (f *Failures) read(rec *record, n int) bool {
 	}
 	// The line without a launcher's label: worked out only for the few lines that need it.
 	text := ""
-	if f.lastErrorNext || strings.Contains(line, "Last error:") || rec.findOnLine(libfabricRe) != nil || rec.findOnLine(testFailureRe) != nil || rec.findOnLine(hangRe) != nil {
+	if f.lastErrorNext || strings.Contains(line, "Last error:") || rec.findOnLine(libfabricRe) != nil || rec.findOnLine(testFailureRe) != nil || rec.findOnLine(hangRe) != nil || rec.findOnLine(crashRe) != nil {
 		text = strings.TrimSpace(rankLabel.ReplaceAllString(line, ""))
 	}
 	if f.lastErrorNext {
@@ -91,7 +91,12 @@ func (f *Failures) read(rec *record, n int) bool {
 	if rec.nccl {
 		return found // its WARN and chain lines are read by readNCCL
 	}
-	if m := rec.findOnLine(libfabricRe); m != nil && (m[1] == "efa" || strings.Contains(m[2], "efa")) {
+	if m := rec.findOnLine(libfabricRe); m != nil && !efaLibfabricLine(m[1], m[2]) {
+		// Another provider's warning (HPE Slingshot's cxi, verbs, tcp, shm): its provider is
+		// named, and nothing of EFA is said of it.
+		f.records.record("libfabric-warning", text)
+		mark()
+	} else if m != nil {
 		code := classifyFailure(text) // the function names the failure too: efa_rdm_txe_handle_error()
 		switch {
 		case pluginFailRe.find(m[2]) != nil:
@@ -125,8 +130,20 @@ func (f *Failures) read(rec *record, n int) bool {
 		f.records.record("collective-timeout", text)
 		mark()
 	}
+	if rec.findOnLine(crashRe) != nil {
+		f.records.record("process-crashed", text)
+		mark()
+	}
 	return found
 }
+
+// efaLibfabricLine says whether a libfabric warning is EFA's: its provider field is efa, or
+// libfabric's core speaks of the efa provider ("fi_getinfo: provider efa output empty list").
+func efaLibfabricLine(provider, message string) bool {
+	return provider == "efa" || (provider == "core" || provider == "") && efaProviderWord.MatchString(message)
+}
+
+var efaProviderWord = regexp.MustCompile(`\b(?:provider )?efa\b`)
 
 // failureFindings say what the failures mean: a traceback's by the class its last error
 // supports (else by NCCL's result), then each class of failed records the log holds, once.
@@ -142,6 +159,17 @@ func failureFindings(l *Log, add func(code, severity, evidence, cause, fix strin
 		}
 		return strings.Join(out, "; ")
 	}
+	// The records first: a chain's first record is the evidence of its class, before the
+	// traceback that reports the same failure later (one finding per class keeps the first).
+	for _, x := range f.records.order {
+		if f.Shm != "" && (x.code == "shm-too-small" || x.code == "shm-segment-failed") {
+			continue // the segment's finding below quotes them
+		}
+		if x.code == "shm-segment-failed" && f.records.byCode["shm-too-small"] != nil {
+			continue // the segment failed because /dev/shm is full: one finding
+		}
+		addFailure(add, x.code, x.evidence, x.count)
+	}
 	result := strings.TrimSpace(f.Result + " " + f.Message)
 	class := classifyFailure(f.LastError)
 	if class == "" {
@@ -149,11 +177,16 @@ func failureFindings(l *Log, add func(code, severity, evidence, cause, fix strin
 	}
 	switch {
 	case f.Shm != "":
-		code := "shm-segment-failed"
-		if class == "shm-too-small" || f.records.byCode["shm-too-small"] != nil {
-			code = "shm-too-small" // the ENOSPC wording is in the log
+		code := "shm-too-small"
+		first := ""
+		switch x := f.records.byCode["shm-too-small"]; {
+		case x != nil:
+			first = x.evidence // the chain's first record: the ENOSPC line that caused the rest
+		case class == "shm-too-small":
+		default:
+			code = "shm-segment-failed"
 		}
-		addFailure(add, code, evidence("Error while creating shared memory segment "+f.Shm+" (size "+f.ShmSize+")", f.Result), 1)
+		addFailure(add, code, evidence(first, "Error while creating shared memory segment "+f.Shm+" (size "+f.ShmSize+")", f.Result), 1)
 	case class != "":
 		addFailure(add, class, evidence(result, f.LastError), 1)
 	case f.Result == "ncclRemoteError":
@@ -163,11 +196,5 @@ func failureFindings(l *Log, add func(code, severity, evidence, cause, fix strin
 	}
 	if f.Watchdog != "" {
 		addFailure(add, "collective-timeout", "Watchdog caught collective operation timeout: "+f.Watchdog+" ran for "+f.WatchdogMs+" ms", 1)
-	}
-	for _, x := range f.records.order {
-		if x.code == "shm-segment-failed" && f.records.byCode["shm-too-small"] != nil {
-			continue // the segment failed because /dev/shm is full: one finding
-		}
-		addFailure(add, x.code, x.evidence, x.count)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // Line formats, as NCCL prints them (NCCL user guide, "Environment variables: NCCL_DEBUG";
@@ -49,6 +51,15 @@ var (
 	// one, src/init.cc) and "NVLS comm 0x… headRank 0 nHeads 8 …" (src/transport/nvls.cc).
 	nvlsChanRe  = keyed(`(\d+) nvls channels`, "nvls channels")
 	nvlsHeadsRe = keyed(`NVLS comm 0x[0-9a-f]+ headRank -?\d+ nHeads (\d+)`, "nHeads ")
+	// NCCL 2.17 names the NVLS buffers of a communicator without heads ("NVLS comm 0x… rank 0
+	// nranks 8 buffSize …", src/transport/nvls.cc of v2.17.1).
+	nvls217Re = keyed(`NVLS comm 0x[0-9a-f]+ rank \d+ nranks \d+ buffSize`, "NVLS comm ")
+	// The interface NCCL bound its sockets to, when it is the loopback one: the bootstrap's ("Bootstrap
+	// : Using lo:127.0.0.1<0>", 2.8 to 2.23; "Bootstrap: Using …" 2.24+), the socket transport's
+	// ("NET/Socket : Using [0]lo:…") and 2.3's ("NET : Using interface lo:…"). NCCL takes lo only
+	// when the host has no other interface or NCCL_SOCKET_IFNAME names it (src/misc/socket.cc);
+	// lo among other interfaces ("[0]lo:… [1]eth0:…") is not read.
+	loopbackRe = gated("Using", `(?:Bootstrap ?: Using|NET/Socket : Using|NET : Using interface) (?:\[\d+\])?lo:(\S+)\s*$`, "lo:")
 	// CollNet in use: its connections ("CollNet 00/0 : 3 [send] via COLLNET/SHARP/0/GDRDMA",
 	// 2.18+; "Coll 00 : 3 [send] via COLLNET/…", 2.6–2.8; src/transport/coll_net.cc).
 	collNetConnRe = keyed(`Coll(?:Net)? \d+(?:/\d+)? : \d+ \[(?:send|receive)\] via (\S+)`, "Coll")
@@ -63,7 +74,9 @@ var (
 	// NCCL's socket transport names its interfaces ("NET/Socket : Using [0]eth0:10.0.0.1<0>") when
 	// it is the network, even where no "Using network" line follows (an excerpt, old versions).
 	socketUsingRe = gated("Using ", `NET/Socket : Using (.+)$`, "NET/Socket : Using ")
-	timingsRe     = gated("timings", `Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`, "Init timings")
+	// NCCL's IB transport finding no device, before it tries sockets (2.4 and later).
+	ibNoDeviceRe = gated("NET/IB", `NET/IB ?: No device found`, "No device found")
+	timingsRe    = gated("timings", `Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`, "Init timings")
 	// NCCL ≥ 2.23 prints its bootstrap's own total in the default subsystems ("Bootstrap timings
 	// total 0.160902 (create …, send …, recv …, ring …, delay …)", src/bootstrap.cc); the Init
 	// timings line needs the PROFILE subsystem (nccl-tests #311 and #319 show both).
@@ -90,6 +103,9 @@ var (
 	nicsRe      = keyed(`found (\d+) nics`, "nics")
 	pluginSetRe = gated("NET/OFI", `NET/OFI (?:Running on \S+ platform, )?Setting ([A-Z][A-Z0-9_]+) (?:environment variable )?to (\S+)`, "Setting ")
 	pluginAddRe = gated("NET/OFI", `NET/OFI Adding ([A-Z][A-Z0-9_]+)=(\S+) to environment`, "NET/OFI Adding ")
+	// aws-ofi-nccl 1.15: "NET/OFI Setting NCCL_PROTO='simple' to prevent data corruption (reason: …)"
+	// (src/nccl_ofi_net.cpp of v1.15.0).
+	pluginSetQuotedRe = gated("NET/OFI", `NET/OFI Setting ([A-Z][A-Z0-9_]+)='([^']*)'`, "Setting ")
 	// aws-ofi-nccl turning GPUDirect RDMA off by itself: "NET/OFI Could not disable CUDA API usage
 	// for HMEM, disabling GDR" (INFO), "NET/OFI GDR disabled on GDR-supported instance type %s" (WARN).
 	gdrOffRe     = gated("NET/OFI", `NET/OFI .*(?:disabling GDR|GDR disabled)`, "disabling GDR", "GDR disabled")
@@ -122,7 +138,12 @@ var (
 	// A hang the framework or NCCL's EP kernels report: PyTorch's "Heartbeat monitor timed out!"
 	// and "watchdog got stuck for 480 seconds", NCCL EP (2.30 contrib) "NCCL EP timeout for
 	// dispatch receive", "NCCL EP clean barrier timeout", "NCCL EP timeout check failed".
-	hangRe       = keyed(`Heartbeat monitor timed out|watchdog got stuck|NCCL EP (?:[a-z]+ )*timeout`, "Heartbeat monitor timed out", "watchdog got stuck", "NCCL EP ")
+	hangRe = keyed(`Heartbeat monitor timed out|watchdog got stuck|NCCL EP (?:[a-z]+ )*timeout`, "Heartbeat monitor timed out", "watchdog got stuck", "NCCL EP ")
+	// A process that crashed beside NCCL's chain: the shell's "Segmentation fault (core
+	// dumped)", Open MPI's "Signal: Segmentation fault (11)", UCX's "Caught signal 11
+	// (Segmentation fault: …)", PyTorch elastic's "Signal 11 (SIGSEGV) received by PID 71", and
+	// the same for SIGBUS ("Bus error", a full /dev/shm's mapping).
+	crashRe      = keyed(`Segmentation fault|\bSignal \d+ \((?:SIGSEGV|SIGBUS)\)|\bBus error\b`, "Segmentation fault", "SIGSEGV", "SIGBUS", "Bus error")
 	shmSegmentRe = keyed(`Error while creating shared memory segment (\S+) \(size (\d+)\)`, "shared memory segment ")
 	watchdogRe   = keyed(`Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) milliseconds`, "Watchdog caught ")
 	netDevice    = regexp.MustCompile(`/[0-9]+\b`)
@@ -167,6 +188,10 @@ type Log struct {
 	MNNVL *MNNVL
 	// SocketUsing is the "NET/Socket : Using …" line's interfaces ("" when not logged).
 	SocketUsing string
+	// IBNoDevice is NCCL's "NET/IB : No device found." ("" when not logged).
+	IBNoDevice string
+	// Loopback is the first line saying NCCL bound its sockets to lo ("" when none does).
+	Loopback string
 	// NetFile is the first source file of an NCCL network transport an error names
 	// (transport/net_ib.cc, transport/net_socket.cc): the network when no line names it.
 	NetFile string
@@ -207,13 +232,18 @@ type Comm struct {
 	// NVLSChannels and NVLSHeads say NVLink SHARP was set up (0: not logged); CollNet counts
 	// the CollNet connections and CollNetVia names their transport.
 	NVLSChannels, NVLSHeads int
-	CollNet                 int
-	CollNetVia              string
-	rankHost                map[int]string
-	rankDev                 map[int]int
-	Edges                   map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
-	Peers                   map[peerKey]int // rank pair and transport → channels
-	seen                    map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
+	// NVLSInUse: NCCL set up the communicator's NVLS buffers ("NVLS comm 0x… headRank … nHeads",
+	// which from 2.22 it does at the first collective that runs over NVLS); the channel count alone
+	// says only that NVLS is supported.
+	NVLSInUse  bool
+	CollNet    int
+	CollNetVia string
+	rankHost   map[int]string
+	rankProc   map[int]procKey // the process that logged each rank's Init or shape line
+	rankDev    map[int]int
+	Edges      map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
+	Peers      map[peerKey]int // rank pair and transport → channels
+	seen       map[[3]int]bool // channel, from, to already counted: both ends log a NET connection
 }
 
 type peerKey struct {
@@ -309,9 +339,9 @@ func Parse(r io.Reader) (*Log, error) {
 				}
 				id = fmt.Sprintf("(no commId: %s ranks, #%d)", c[3], inits[key])
 			}
-			comm := l.comm(id)
-			comm.Parent = c[6]
 			rank := atoi(c[2])
+			comm := l.commOfRank(id, rank, proc)
+			comm.Parent = c[6]
 			comm.Ranks, comm.rankHost[rank] = atoi(c[3]), rec.host
 			if c[4] != "" {
 				comm.rankDev[rank] = atoi(c[4])
@@ -336,12 +366,12 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if comm == nil {
 			if n := rec.find(nodesRe); n != nil {
-				// Its shape without its Init lines (an excerpt): one communicator per shape, the
-				// pointer differing in every process.
-				comm = l.comm(fmt.Sprintf("(no Init line: %s ranks on %s nodes)", n[3], n[4]))
+				// Its shape without its Init lines (an excerpt): one communicator per shape and
+				// run, the pointer differing in every process.
+				comm = l.commOfRank(fmt.Sprintf("(no Init line: %s ranks on %s nodes)", n[3], n[4]), atoi(n[2]), proc)
 				comm.Ranks, comm.rankHost[atoi(n[2])] = atoi(n[3]), rec.host
 				current[thread], current[proc] = comm, comm
-			} else if !strings.Contains(rec.msg, " via ") {
+			} else if !strings.Contains(rec.msg, " via ") && !rec.ring && rec.find(nvlsHeadsRe) == nil && rec.find(nvls217Re) == nil && rec.find(collChanRe) == nil {
 				return
 			}
 		}
@@ -362,6 +392,10 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if n := rec.find(nvlsHeadsRe); n != nil {
 			comm.NVLSHeads = max(comm.NVLSHeads, atoi(n[1]))
+			comm.NVLSInUse = true
+		}
+		if rec.find(nvls217Re) != nil {
+			comm.NVLSInUse = true
 		}
 		if n := rec.find(collNetConnRe); n != nil {
 			comm.CollNet++
@@ -369,7 +403,11 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if rec.conn {
 			comm.Channels = max(comm.Channels, rec.channel+1)
+			comm.Ranks = max(comm.Ranks, rec.commRanks)
 			comm.edge(rec)
+		}
+		if rec.ring {
+			comm.Channels = max(comm.Channels, rec.rings, rec.ringChannel+1)
 		}
 	})
 	if err != nil {
@@ -408,6 +446,24 @@ type initKey struct {
 // communicator's Init lines.
 const ExcerptComm = "(excerpt: no Init lines)"
 
+// commOfRank is the communicator of id whose rank the process holds or that has no process
+// for that rank yet, creating it: a log holding two runs of one job (two pastes, a job run
+// twice) names every communicator twice without a commId to tell them apart, and a rank that
+// another process already holds is the next run's. Runs after the first get " (run N)".
+func (l *Log) commOfRank(id string, rank int, proc procKey) *Comm {
+	for run := 1; ; run++ {
+		key := id
+		if run > 1 {
+			key = fmt.Sprintf("%s (run %d)", id, run)
+		}
+		c := l.comm(key)
+		if p, held := c.rankProc[rank]; !held || p == proc {
+			c.rankProc[rank] = proc
+			return c
+		}
+	}
+}
+
 // comm returns the communicator of an id, creating it.
 func (l *Log) comm(id string) *Comm {
 	c := l.Comms[id]
@@ -419,7 +475,7 @@ func (l *Log) comm(id string) *Comm {
 }
 
 func newComm(id string) *Comm {
-	return &Comm{ID: id, rankHost: map[int]string{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[[3]int]bool{}}
+	return &Comm{ID: id, rankHost: map[int]string{}, rankProc: map[int]procKey{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[[3]int]bool{}}
 }
 
 // usedLibfabric says whether any connection went through aws-ofi-nccl's Libfabric transport.
@@ -434,14 +490,35 @@ func (l *Log) usedLibfabric() bool {
 	return false
 }
 
+// transportNamed is the name of the first transport of the log's connections that starts with
+// prefix ("NET/IBext_v8" → "IBext_v8"), "" if none does.
+func (l *Log) transportNamed(prefix string) string {
+	for _, id := range topology.SortedKeys(l.Comms) {
+		for k := range l.Comms[id].Peers {
+			if strings.HasPrefix(k.Via, prefix) {
+				name, _, _ := strings.Cut(strings.TrimPrefix(k.Via, "NET/"), "/")
+				return name
+			}
+		}
+	}
+	return ""
+}
+
 // absorb takes over the connections another (pending) communicator collected.
 func (c *Comm) absorb(o *Comm) {
 	c.Channels = max(c.Channels, o.Channels)
+	c.Ranks = max(c.Ranks, o.Ranks)
+	c.NVLSChannels, c.NVLSHeads, c.NVLSInUse = max(c.NVLSChannels, o.NVLSChannels), max(c.NVLSHeads, o.NVLSHeads), c.NVLSInUse || o.NVLSInUse
 	for k, n := range o.Peers {
 		c.Peers[k] += n
 	}
 	for k := range o.seen {
 		c.seen[k] = true
+	}
+	for rank, host := range o.rankHost {
+		if _, known := c.rankHost[rank]; !known {
+			c.rankHost[rank] = host
+		}
 	}
 }
 
@@ -453,13 +530,10 @@ func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
 	}
 	for from := 0; ; {
 		i := nextNCCL(line, from)
-		if i < 0 {
-			return "", "", "", "", "", false
+		if i < 0 || len(line) < i+11 {
+			return unframed(line)
 		}
 		from = i + 1
-		if len(line) < i+11 {
-			return "", "", "", "", "", false
-		}
 		level = line[i+6 : i+10]
 		if level != "INFO" && level != "WARN" || line[i+10] != ' ' {
 			continue
@@ -551,6 +625,12 @@ func (l *Log) parseMessage(rec *record) {
 	if m := rec.find(socketUsingRe); m != nil {
 		l.SocketUsing = strings.TrimSpace(m[1])
 	}
+	if rec.find(ibNoDeviceRe) != nil {
+		l.IBNoDevice = strings.TrimSpace(msg)
+	}
+	if l.Loopback == "" && rec.find(loopbackRe) != nil {
+		l.Loopback = strings.TrimSpace(msg)
+	}
 	if m := rec.find(usingNetRe); m != nil {
 		l.Network = strings.TrimSpace(m[1])
 	}
@@ -585,6 +665,9 @@ func (l *Log) parseMessage(rec *record) {
 	}
 	if m := rec.find(envSetRe); m != nil {
 		l.Env[m[1]] = m[2]
+		if m[1] == "NCCL_IBEXT_DISABLE" && m[2] == "1" {
+			l.Failures.records.ibextDisabled = true
+		}
 	}
 	if m := rec.find(bootTimingsRe); m != nil {
 		if boot, _ := strconv.ParseFloat(m[1], 64); boot > l.BootstrapSec {
@@ -646,9 +729,11 @@ func (l *Log) parsePlugin(rec *record) {
 	if l.GDROff == "" && rec.find(gdrOffRe) != nil {
 		l.GDROff = strings.TrimSpace(rec.msg)
 	}
-	for _, re := range []*keyedRe{pluginSetRe, pluginAddRe} {
+	for _, re := range []*keyedRe{pluginSetRe, pluginAddRe, pluginSetQuotedRe} {
 		if m := rec.find(re); m != nil {
-			l.PluginSet[m[1]] = m[2]
+			// aws-ofi-nccl quotes the value in some versions (`Setting NCCL_PROTO to "simple"`);
+			// NCCL's "set by environment to simple" does not.
+			l.PluginSet[m[1]] = strings.Trim(m[2], `"'`)
 		}
 	}
 }
@@ -657,6 +742,11 @@ func (l *Log) parsePlugin(rec *record) {
 // says where the peer is, even when the peer's own lines are not in the log (one pod's log):
 // locality is never guessed from the hosts seen.
 func (c *Comm) edge(rec *record) {
+	if _, known := c.rankHost[rec.printer]; !known && rec.host != "" {
+		// The process that logged the connection is the printing rank's: its host is that
+		// rank's, the evidence relocate needs where no Init line names it.
+		c.rankHost[rec.printer] = rec.host
+	}
 	key := [3]int{rec.channel, rec.from, rec.to}
 	if c.seen[key] {
 		return

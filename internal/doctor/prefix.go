@@ -103,7 +103,9 @@ func looseProcess(s string) (host string, ok bool) {
 	}
 	o := strings.LastIndexByte(t, '[')
 	if o < 0 {
-		return "", false
+		// A WARN's location alone, no process and no device ("nccl_net_ofi_domain_get_ep:969
+		// NCCL WARN NET/OFI …", aws/aws-ofi-nccl#889's title).
+		return "", !strings.ContainsAny(t, " \t") && isLocation(" "+t)
 	}
 	k := o + 1
 	for k < len(t) && t[k] >= '0' && t[k] <= '9' {
@@ -144,4 +146,44 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// unframed reads the records that carry neither NCCL's "NCCL INFO|WARN" nor anything before
+// it that looseProcess takes, and returns ok false for any other line:
+//
+//   - NCCL 2.0 to 2.2, closed source, printed the level without the word NCCL:
+//     "host:pid:tid [1] INFO NET : Using interface eno1:…", "host:pid:tid [0]
+//     include/socket.h:185 WARN Call to connect failed : …" (horovod/horovod#67, #489,
+//     NVIDIA/nccl#111; 2.3.5's src/include/debug.h is the first to print "NCCL INFO"). The whole
+//     process prefix is required, so a sentence holding "INFO" is not a record.
+//   - aws-ofi-nccl's lines without NCCL's prefix: the plugin's own test binaries log "INFO:
+//     Function: ofi_init Line: 757: NET/OFI Selected Provider is efa" and "WARN: Function: … Line:
+//     …: NET/OFI …" (aws/aws-ofi-nccl#67; its tests/functional logger), and a paste may keep
+//     only the plugin's words, which always start "NET/OFI " (include/nccl_ofi_log.h).
+func unframed(line string) (host, pid, tid, level, msg string, ok bool) {
+	if i := strings.Index(line, "NET/OFI "); i >= 0 {
+		before := strings.TrimSpace(line[:i])
+		switch {
+		case before == "":
+			return "", "", "", "INFO", line[i:], true
+		case strings.HasSuffix(before, ":") && strings.Contains(before, "Function: "):
+			f := strings.LastIndex(before, "Function: ")
+			if k := strings.LastIndex(before[:f], "WARN: "); k >= 0 && k+len("WARN: ") == f {
+				return "", "", "", "WARN", line[i:], true
+			}
+			if k := strings.LastIndex(before[:f], "INFO: "); k >= 0 && k+len("INFO: ") == f {
+				return "", "", "", "INFO", line[i:], true
+			}
+		}
+	}
+	for _, lv := range []string{" INFO ", " WARN "} {
+		i := strings.Index(line, lv)
+		if i < 0 {
+			continue
+		}
+		if _, h, p, t, framed := processPrefix(line[:i]); framed {
+			return h, p, t, lv[1:5], line[i+len(lv):], true
+		}
+	}
+	return "", "", "", "", "", false
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -32,6 +33,13 @@ type record struct {
 	conn              bool
 	channel, from, to int
 	via, where        string // the transport, one row whatever NIC carried it, and placeTransport's word
+	printer           int    // the rank whose process logs the connection: the receiver of a "[receive]" line, else the sender
+	commRanks         int    // the communicator's size RCCL appends to the line (0: none)
+
+	// A ring's order ("Channel 03/24 :    0   1   2   3"): the channel and, from NCCL 2.12, how
+	// many channels the communicator has (0 when the line does not say).
+	ring               bool
+	ringChannel, rings int
 
 	hits         []hit  // the keyed expressions the record's line matched (lineExprs)
 	msgHits      []hit  // and its message (shared by records of the same message)
@@ -65,7 +73,8 @@ func (r *record) find(k *keyedRe) []string {
 // holds one of these words (the line after "Last error:" is read whatever it holds).
 func mayReportFailure(line string) bool {
 	return strings.Contains(line, "rror") || strings.Contains(line, "atchdog") || strings.Contains(line, "ailure") ||
-		strings.Contains(line, "libfabric:") || strings.Contains(line, "imeout") || strings.Contains(line, "timed out")
+		strings.Contains(line, "libfabric:") || strings.Contains(line, "imeout") || strings.Contains(line, "timed out") ||
+		strings.Contains(line, "ation fault") || strings.Contains(line, "SIGSEGV") || strings.Contains(line, "SIGBUS")
 }
 
 // findOnLine is what a failure expression matched in the record, read now if the worker did
@@ -81,7 +90,7 @@ func (r *record) findOnLine(k *keyedRe) []string {
 // line, onFailure on the lines Failures.read looks at. Every other keyed expression reads an
 // NCCL record's message, grouped by gate.
 var (
-	onFailure = []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe, asyncErrorRe, libfabricRe, testFailureRe, hangRe}
+	onFailure = []*keyedRe{ncclErrorInRe, resultRe, shmSegmentRe, watchdogRe, asyncErrorRe, libfabricRe, testFailureRe, hangRe, crashRe}
 	onMsg     = byGate(slices.DeleteFunc(slices.Clone(keyedExprs), func(k *keyedRe) bool {
 		return k == versionRe || slices.Contains(onFailure, k)
 	}))
@@ -115,6 +124,9 @@ func (rd *reading) readLine(raw string, cut int64, out []record) []record {
 	if !utf8.ValidString(raw) || strings.IndexByte(raw, 0) >= 0 {
 		first.binary = true
 		return append(out, first)
+	}
+	if strings.IndexByte(raw, 0x1b) >= 0 || strings.Contains(raw, "[0m") {
+		raw = withoutColour(raw) // Ray and other launchers colour their own words
 	}
 	texts := splitRecords(raw)
 	if len(texts) < 2 {
@@ -166,8 +178,23 @@ func (rd *reading) read(r *record) {
 			r.class = rd.classOf(r.warnKey)
 		}
 	}
+	if r.nccl && strings.HasPrefix(r.msg, "Channel ") {
+		if ch, n, ok := ringOrder(r.msg); ok {
+			r.ring, r.ringChannel, r.rings = true, ch, n
+			return
+		}
+	}
 	if ch, from, to, via, ok := channelOf(text); ok {
 		r.conn, r.channel, r.from, r.to = true, atoi(ch), atoi(from), atoi(to)
+		r.printer = r.from
+		if strings.Contains(text, " [receive] via ") {
+			r.printer = r.to
+		}
+		if strings.Contains(via, " nRanks ") {
+			if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
+				r.commRanks = atoi(m[1])
+			}
+		}
 		p, ok := rd.placed[via]
 		if !ok {
 			p[0], p[1] = placeTransport(transportName(via))
@@ -246,10 +273,110 @@ func warnFile(line string) string {
 // own name holds single spaces ("NET/AWS Libfabric/0", "direct shared memory") and parentheses
 // only glued to it ("/GDRDMA(PCI)").
 func transportName(via string) string {
+	via = unwrapped(via)
 	for _, end := range []string{" [", " (", "  ", "\t", " comm ", " rank "} {
 		if i := strings.Index(via, end); i > 0 {
 			via = via[:i]
 		}
 	}
 	return via
+}
+
+// unwrapped joins a transport that a terminal wrapped and a copy joined again with the
+// terminal's padding inside it ("P2P/IPC/re      ad", NVIDIA/nccl-tests#217 shows the same
+// inside other records): a run of spaces inside a word, followed by the rest of that word alone.
+func unwrapped(via string) string {
+	i := strings.Index(via, "  ")
+	if i <= 0 || !wordByte(via[i-1]) && via[i-1] != '/' {
+		return via
+	}
+	rest := strings.TrimLeft(via[i:], " ")
+	if rest == "" || strings.ContainsAny(rest, " \t") || !wordByte(rest[0]) {
+		return via
+	}
+	return via[:i] + rest
+}
+
+// rcclRanksRe is RCCL's suffix to its connection lines ("via P2P/IPC/read comm 0x7f… nRanks 08",
+// ROCm/rccl src/transport/p2p.cc, net.cc): the communicator's size. NVIDIA's NCCL prints none.
+var rcclRanksRe = regexp.MustCompile(` comm 0x[0-9a-f]+ nRanks (\d+)`)
+
+// withoutColour is s without its colour codes: ANSI CSI sequences (ESC '[', parameters, one
+// final byte in '@'..'~'; "\x1b[36m(RayTrainWorker …)\x1b[0m", Ray's "\x1b[32m [repeated 23x
+// across cluster]\x1b[0m", ray/_private/ray_logging), and the same colour codes whose ESC a paste
+// lost or replaced by U+FFFD ("read[32m [repeated 7x …][0m", "\ufffd[36m(…)\ufffd[0m",
+// vllm-project/vllm#5477), which would otherwise stick to a transport's name. A lone ESC is dropped.
+func withoutColour(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == 0x1b:
+			if i+1 < len(s) && s[i+1] == '[' {
+				j := i + 2
+				for j < len(s) && (s[j] < '@' || s[j] > '~') {
+					j++
+				}
+				i = j // the final byte, or the end of a cut sequence
+			}
+			continue
+		case strings.HasPrefix(s[i:], "\ufffd["):
+			if n := sgrLength(s[i+len("\ufffd"):]); n > 0 {
+				i += len("\ufffd") + n - 1
+				continue
+			}
+		case s[i] == '[':
+			if n := sgrLength(s[i:]); n > 0 {
+				i += n - 1
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// sgrLength is the length of the colour code ("[32m", "[0m", "[1;36m") starting s, 0 if none.
+func sgrLength(s string) int {
+	if !strings.HasPrefix(s, "[") {
+		return 0
+	}
+	j := 1
+	for j < len(s) && (isDigitByte(s[j]) || s[j] == ';') {
+		j++
+	}
+	if j == 1 || j >= len(s) || s[j] != 'm' {
+		return 0
+	}
+	return j + 1
+}
+
+func isDigitByte(b byte) bool { return b >= '0' && b <= '9' }
+
+// ringOrder reads a ring's order, as NCCL logs each channel's ring when it sets up a
+// communicator: "Channel 03/24 :    0   1   2   3" (2.12 and later: channel and channel count,
+// src/init.cc), "Channel 03 :    0   1   2   3" (2.7 to 2.11), then one rank after another. It
+// returns the channel and the count (0 when the line gives none).
+func ringOrder(msg string) (channel, count int, ok bool) {
+	s := strings.TrimPrefix(msg, "Channel ")
+	ch, s := leadDigits(s)
+	if ch == "" {
+		return 0, 0, false
+	}
+	n := ""
+	if strings.HasPrefix(s, "/") {
+		if n, s = leadDigits(s[1:]); n == "" {
+			return 0, 0, false
+		}
+	}
+	s, ok = strings.CutPrefix(s, " :")
+	if !ok || strings.TrimSpace(s) == "" {
+		return 0, 0, false
+	}
+	for _, f := range strings.Fields(s) {
+		if !digits(f) {
+			return 0, 0, false
+		}
+	}
+	return atoi(ch), atoi(n), true
 }

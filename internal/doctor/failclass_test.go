@@ -146,21 +146,34 @@ func TestLooseRecords(t *testing.T) {
 		line      string
 		host, msg string
 		nccl      bool
+		level     string // checked where given
 	}{
-		{"NCCL INFO Using network IBext_v8", "", "Using network IBext_v8", true},
-		{"  NCCL WARN Cuda failure 'out of memory'", "", "Cuda failure 'out of memory'", true},
-		{"[0] NCCL INFO bootstrap.cc:701 -> 6", "", "bootstrap.cc:701 -> 6", true},
-		{"[0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer x<1>", "", "socketProgress: Connection closed by remote peer x<1>", true},
-		{"gpu-server320 [5] misc/socket.cc:46 NCCL WARN socketProgress: x", "gpu-server320", "socketProgress: x", true},
-		{"<cluster_name>:922:1158 [3] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "<cluster_name>", "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", true},
-		{"[hostname]:922:1158 [3] NCCL INFO x", "[hostname]", "x", true},
-		{"We set NCCL INFO level and saw nothing", "", "", false},
-		{"see the NCCL WARN lines below", "", "", false},
+		{"NCCL INFO Using network IBext_v8", "", "Using network IBext_v8", true, ""},
+		{"  NCCL WARN Cuda failure 'out of memory'", "", "Cuda failure 'out of memory'", true, ""},
+		{"[0] NCCL INFO bootstrap.cc:701 -> 6", "", "bootstrap.cc:701 -> 6", true, ""},
+		{"[0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed by remote peer x<1>", "", "socketProgress: Connection closed by remote peer x<1>", true, ""},
+		{"gpu-server320 [5] misc/socket.cc:46 NCCL WARN socketProgress: x", "gpu-server320", "socketProgress: x", true, ""},
+		{"<cluster_name>:922:1158 [3] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "<cluster_name>", "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", true, ""},
+		{"[hostname]:922:1158 [3] NCCL INFO x", "[hostname]", "x", true, ""},
+		// Records without the usual framing (issue 52, class 1): NCCL 2.0 to 2.2's level without
+		// the word NCCL, a WARN's location alone, aws-ofi-nccl's own logger and its words alone.
+		{"cx50:18926:19004 [1] INFO NET : Using interface eno1:192.168.12.50<0>", "cx50", "NET : Using interface eno1:192.168.12.50<0>", true, "INFO"},
+		{"cx50:18926:19004 [0] include/socket.h:185 WARN Call to connect failed : Connection refused", "cx50", "Call to connect failed : Connection refused", true, "WARN"},
+		{"nccl_net_ofi_domain_get_ep:969 NCCL WARN NET/OFI Creating new endpoint failed", "", "NET/OFI Creating new endpoint failed", true, "WARN"},
+		{"10.3.35.83: WARN: Function: find_ofi_provider Line: 543: NET/OFI Couldn't find any optimal provider", "", "NET/OFI Couldn't find any optimal provider", true, "WARN"},
+		{"[1,1]<stdout>:INFO: Function: ofi_init Line: 757: NET/OFI Selected Provider is efa", "", "NET/OFI Selected Provider is efa", true, "INFO"},
+		{"NET/OFI Selected Provider is cxi (found 8 nics)", "", "NET/OFI Selected Provider is cxi (found 8 nics)", true, "INFO"},
+		// Not records: prose, and PyTorch's "Last error:" detail (read as the traceback's).
+		{"we saw INFO lines and a WARN in the log", "", "", false, ""},
+		{"[rank3]: NET/OFI Request 0x1 completed with error. RC: 113.", "", "", false, ""},
+		{"see NCCL's debug.h:36 WARN format", "", "", false, ""},
+		{"We set NCCL INFO level and saw nothing", "", "", false, ""},
+		{"see the NCCL WARN lines below", "", "", false, ""},
 	}
 	for _, c := range cases {
-		host, _, _, _, msg, ok := splitNCCL(c.line)
-		if ok != c.nccl || host != c.host || msg != c.msg {
-			t.Errorf("%q: host %q msg %q record %v; want %q %q %v", c.line, host, msg, ok, c.host, c.msg, c.nccl)
+		host, _, _, level, msg, ok := splitNCCL(c.line)
+		if ok != c.nccl || host != c.host || msg != c.msg || c.level != "" && level != c.level {
+			t.Errorf("%q: host %q level %q msg %q record %v; want %q %q %q %v", c.line, host, level, msg, ok, c.host, c.level, c.msg, c.nccl)
 		}
 	}
 }

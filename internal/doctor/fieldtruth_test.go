@@ -136,30 +136,3 @@ func TestBlameWhereThePluginIsToBlame(t *testing.T) {
 		t.Errorf("verdict %+v, want a mismatch: the log is of g7e.8xlarge, the profile of g7e.48xlarge", r.Verdict)
 	}
 }
-
-// Class 1: records without the usual framing are NCCL's records still.
-func TestRecordsWithoutTheUsualFraming(t *testing.T) {
-	cases := []struct {
-		line, host, level, msg string
-	}{
-		// NCCL 2.0 to 2.2: the level without the word NCCL.
-		{"cx50:18926:19004 [1] INFO NET : Using interface eno1:192.168.12.50<0>", "cx50", "INFO", "NET : Using interface eno1:192.168.12.50<0>"},
-		{"cx50:18926:19004 [0] include/socket.h:185 WARN Call to connect failed : Connection refused", "cx50", "WARN", "Call to connect failed : Connection refused"},
-		// A WARN's location alone.
-		{"nccl_net_ofi_domain_get_ep:969 NCCL WARN NET/OFI Creating new endpoint failed", "", "WARN", "NET/OFI Creating new endpoint failed"},
-		// aws-ofi-nccl's own logger, and its words alone.
-		{"10.3.35.83: WARN: Function: find_ofi_provider Line: 543: NET/OFI Couldn't find any optimal provider", "", "WARN", "NET/OFI Couldn't find any optimal provider"},
-		{"[1,1]<stdout>:INFO: Function: ofi_init Line: 757: NET/OFI Selected Provider is efa", "", "INFO", "NET/OFI Selected Provider is efa"},
-		{"NET/OFI Selected Provider is cxi (found 8 nics)", "", "INFO", "NET/OFI Selected Provider is cxi (found 8 nics)"},
-		// Not records: prose, and PyTorch's "Last error:" detail (read as the traceback's).
-		{"we saw INFO lines and a WARN in the log", "", "", ""},
-		{"[rank3]: NET/OFI Request 0x1 completed with error. RC: 113.", "", "", ""},
-		{"see NCCL's debug.h:36 WARN format", "", "", ""},
-	}
-	for _, c := range cases {
-		host, _, _, level, msg, ok := splitNCCL(c.line)
-		if ok != (c.level != "") || host != c.host || level != c.level || msg != c.msg {
-			t.Errorf("%q: host %q level %q msg %q (record %v); want %q %q %q", c.line, host, level, msg, ok, c.host, c.level, c.msg)
-		}
-	}
-}

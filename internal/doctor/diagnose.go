@@ -304,7 +304,7 @@ func signatures(l *Log, topo *Topo, it *catalog.InstanceType, comms []CommReport
 		if l.Provider != "" && l.Provider != "efa" {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl chose Libfabric provider %s, not efa: the host has no EFA device Libfabric can use (or FI_PROVIDER names another), and the plugin cannot describe that provider's devices to NCCL", l.Provider),
-				"on EFA instances, give the process its EFA devices (in Kubernetes, vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
+				"on EFA instances, give the process its EFA devices (in Kubernetes, vpc.amazonaws.com/efa) and leave FI_PROVIDER unset or efa; where the network is the provider's own (cxi on HPE Slingshot), read the plugin's and libfabric's warnings in this log, which name what failed; on InfiniBand or RoCE clusters, do not load aws-ofi-nccl: NCCL's own IB transport (or the IBext plugin) is the one to use")
 		} else if l.Provider == "efa" && l.NICs > 0 {
 			add("net-plugin-fallback", topology.SeverityError, evidence,
 				fmt.Sprintf("aws-ofi-nccl found %d EFA device(s) with provider efa, then failed to start on them: the devices are there, the plugin could not use them (its WARN lines say where: GPUDirect RDMA, endpoint or memory registration)", l.NICs),

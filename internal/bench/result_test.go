@@ -204,6 +204,13 @@ func TestOldTablesAndRankCounts(t *testing.T) {
 	if r := NewResult("x", cutFooter, nil, "", nil); r.Verdict.Status != Fail {
 		t.Errorf("an error of 1 on float rows, no footer: %s %q", r.Verdict.Status, r.Verdict.Reasons)
 	}
+	// Named alltoall_perf, its in-place deviation is one nccl-tests before 2.13.1 never checks:
+	// no failure even without the footer.
+	named := cutFooter
+	named.Collective = "alltoall_perf"
+	if r := NewResult("x", named, nil, "", nil); r.Verdict.Status == Fail {
+		t.Errorf("alltoall's unchecked in-place half: %s %q", r.Verdict.Status, r.Verdict.Reasons)
+	}
 	// Its listing names 3 of 256 ranks: the two hosts it shows are not the job's node count.
 	if old.HostsListed() != 0 || !old.ListingCut() {
 		t.Errorf("a cut listing: %d hosts listed, cut %v", old.HostsListed(), old.ListingCut())

@@ -143,7 +143,7 @@ func efaLibfabricLine(provider, message string) bool {
 	return provider == "efa" || (provider == "core" || provider == "") && efaProviderWord.MatchString(message)
 }
 
-var efaProviderWord = regexp.MustCompile(`\b(?:provider )?efa\b`)
+var efaProviderWord = regexp.MustCompile(`\befa\b`)
 
 // failureFindings say what the failures mean: a traceback's by the class its last error
 // supports (else by NCCL's result), then each class of failed records the log holds, once.

@@ -36,7 +36,8 @@ var (
 	// ncclCommInitRank / ncclCommSplit / plain "comm": split communicators add parent, color and
 	// key before commId (NCCL ≥ 2.18).
 	commRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-f]+))?(?: parent (0x[0-9a-f]+))?.*?(?: commId (0x[0-9a-f]+))? - Init (START|COMPLETE)`, "- Init ").byHand(readCommInit)
-	// nNodes and localRanks: the ranks NCCL found on each node (NCCL ≥ 2.12; MNNVL may follow).
+	// nNodes and localRanks: the ranks NCCL found on each node (NCCL ≥ 2.20.3, src/init.cc; MNNVL
+	// follows).
 	nodesRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank \d+`, "nNodes ").byHand(readCommNodes)
 	// NCCL 2.3 names a communicator without "- Init" ("comm 0x… rank 0 nranks 8", or only "rank 0
 	// nranks 4": horovod/horovod#110; src/init.cu of v2.3.5).
@@ -490,13 +491,14 @@ func (l *Log) usedLibfabric() bool {
 	return false
 }
 
-// transportNamed is the name of the first transport of the log's connections that starts with
-// prefix ("NET/IBext_v8" → "IBext_v8"), "" if none does.
+// transportNamed is the name of the first transport (in the communicators' and the
+// transports' order) of the log's connections that starts with prefix ("NET/IBext_v8" →
+// "IBext_v8"), "" if none does.
 func (l *Log) transportNamed(prefix string) string {
 	for _, id := range topology.SortedKeys(l.Comms) {
-		for k := range l.Comms[id].Peers {
-			if strings.HasPrefix(k.Via, prefix) {
-				name, _, _ := strings.Cut(strings.TrimPrefix(k.Via, "NET/"), "/")
+		for _, key := range topology.SortedKeys(l.Comms[id].Edges) {
+			if _, via, _ := strings.Cut(key, "|"); strings.HasPrefix(via, prefix) {
+				name, _, _ := strings.Cut(strings.TrimPrefix(via, "NET/"), "/")
 				return name
 			}
 		}

@@ -341,22 +341,17 @@ func sgrLength(s string) int {
 	if !strings.HasPrefix(s, "[") {
 		return 0
 	}
-	j := 1
-	for j < len(s) && (isDigitByte(s[j]) || s[j] == ';') {
-		j++
-	}
+	j := len(s) - len(strings.TrimLeft(s[1:], "0123456789;"))
 	if j == 1 || j >= len(s) || s[j] != 'm' {
 		return 0
 	}
 	return j + 1
 }
 
-func isDigitByte(b byte) bool { return b >= '0' && b <= '9' }
-
 // ringOrder reads a ring's order, as NCCL logs each channel's ring when it sets up a
-// communicator: "Channel 03/24 :    0   1   2   3" (2.12 and later: channel and channel count,
-// src/init.cc), "Channel 03 :    0   1   2   3" (2.7 to 2.11), then one rank after another. It
-// returns the channel and the count (0 when the line gives none).
+// communicator: "Channel 03/24 :    0   1   2   3" (2.5 and later: channel and channel count,
+// src/graph/rings.cc), "Channel 03 :    0   1   2   3" (2.4, src/init.cc), then one rank after
+// another, printed by rank 0. It returns the channel and the count (0 when the line gives none).
 func ringOrder(msg string) (channel, count int, ok bool) {
 	s := strings.TrimPrefix(msg, "Channel ")
 	ch, s := leadDigits(s)
@@ -373,12 +368,9 @@ func ringOrder(msg string) (channel, count int, ok bool) {
 	if !ok || strings.TrimSpace(s) == "" {
 		return 0, 0, false
 	}
-	// Ranks and spaces only, and the "..." of a line 2.23 cut at 127 characters (src/graph/rings.cc);
-	// a connection line, the hot path, fails at its first '['.
-	for i := 0; i < len(s); i++ {
-		if s[i] != ' ' && s[i] != '.' && !isDigitByte(s[i]) {
-			return 0, 0, false
-		}
+	// Ranks and spaces only, and the "..." of a line 2.23 cut at 127 characters (src/graph/rings.cc).
+	if strings.Trim(s, " .0123456789") != "" {
+		return 0, 0, false
 	}
 	return atoi(ch), atoi(n), true
 }

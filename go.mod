@@ -4,7 +4,7 @@ go 1.26.6
 
 require (
 	github.com/aws/amazon-vpc-cni-k8s v1.20.4
-	github.com/pulumi/pulumi-aws/sdk/v6 v6.83.2
+	github.com/pulumi/pulumi-aws/sdk/v6 v6.83.4
 	github.com/pulumi/pulumi-eks/sdk/v2 v2.8.1
 	github.com/pulumi/pulumi/sdk/v3 v3.260.0
 	go.yaml.in/yaml/v3 v3.0.4

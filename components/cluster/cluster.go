@@ -191,7 +191,7 @@ const EKSClusterType = "aws:eks/cluster:Cluster"
 // AWSProviderVersion is the pulumi-aws provider this program's own resources ask the engine for:
 // the version of the pulumi-aws Go SDK in go.mod (its internal.PkgResourceDefaultOpts stamps it
 // on every resource; TestAWSProviderVersionIsGoMods holds the two together).
-const AWSProviderVersion = "6.83.2"
+const AWSProviderVersion = "6.83.4"
 
 // PulumiEKSAWSProviderVersion is the pulumi-aws provider pulumi-eks's children ask for: the
 // @pulumi/aws its released plugin bundles (pulumi-eks v2.8.1, nodejs/eks/yarn.lock resolves

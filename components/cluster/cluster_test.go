@@ -34,8 +34,8 @@ func TestUpgradePolicyTransform(t *testing.T) {
 	if got == nil {
 		t.Fatal("the EKS cluster child was not transformed")
 	}
-	if got.Opts.Version != "6.83.2" || !got.Opts.Protect {
-		t.Errorf("options: version %q protect %v, want 6.83.2 (go.mod's pulumi-aws) and the child's own protect", got.Opts.Version, got.Opts.Protect)
+	if got.Opts.Version != "6.83.4" || !got.Opts.Protect {
+		t.Errorf("options: version %q protect %v, want 6.83.4 (go.mod's pulumi-aws) and the child's own protect", got.Opts.Version, got.Opts.Protect)
 	}
 	policy, ok := got.Props["upgradePolicy"].(pulumi.Map)
 	if !ok || policy["supportType"] != pulumi.String("STANDARD") {
@@ -52,7 +52,7 @@ func TestUpgradePolicyTransform(t *testing.T) {
 			t.Errorf("%s was transformed: %+v", typ, r)
 		}
 	}
-	for typ, want := range map[string]string{"aws:eks/cluster:Cluster": "6.83.2", "aws:iam/role:Role": "6.45.0"} {
+	for typ, want := range map[string]string{"aws:eks/cluster:Cluster": "6.83.4", "aws:iam/role:Role": "6.45.0"} {
 		if got := PulumiEKSChildAWSProviderVersion(typ); got != want {
 			t.Errorf("%s is served by aws %s, want %s", typ, got, want)
 		}

@@ -22,7 +22,7 @@ const (
 	quotaNameNodes      = "Amazon EKS quota \"Nodes per managed node group\""
 )
 
-// awsRegions are the regions of pulumi-aws v6.83.2 (sdk/go/aws/pulumiEnums.go, type Region),
+// awsRegions are the regions of pulumi-aws v6.83.4 (sdk/go/aws/pulumiEnums.go, type Region),
 // the provider gpucluster deploys with; a test holds this list equal to that file.
 var awsRegions = []string{
 	"af-south-1", "ap-east-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-south-2",

@@ -250,7 +250,7 @@ func validateSettings(region string, c ClusterSettings, v VPCSettings) []Problem
 		ps.add(KeyRegion, "write a region name such as us-east-1", "%q is not an AWS region name", region)
 	case !KnownRegion(region):
 		ps.add(KeyRegion, "use one of: "+strings.Join(awsRegions, ", "),
-			"%q is not an AWS region%s (regions of pulumi-aws v6.83.2, the provider that deploys the stack)", region, Suggest(region, awsRegions))
+			"%q is not an AWS region%s (regions of pulumi-aws v6.83.4, the provider that deploys the stack)", region, Suggest(region, awsRegions))
 	case regionProblem(region) != "":
 		ps.add(KeyRegion, "use one of: "+regionList(), "%s", regionProblem(region))
 	}

@@ -14,7 +14,7 @@ import (
 // The two SDK versions the tier serves, written out: pulumi-eks v2.8.1's bundle
 // (nodejs/eks/yarn.lock, which TestTheBundledVersionIsTheLocks holds to the harness's lock) and
 // go.mod's. make harness downloads both.
-const bundled, program = "6.45.0", "6.83.2"
+const bundled, program = "6.45.0", "6.83.4"
 
 func TestTheBundledVersionIsTheLocks(t *testing.T) {
 	if v, err := harness.BundledNPMVersion("@pulumi/aws"); err != nil || v != bundled {
@@ -66,7 +66,7 @@ func eksCluster() resource.PropertyMap {
 }
 
 // TestUpgradePolicyExistsFromTheSDKThatHasIt: eks.Cluster's upgradePolicy is unknown at 6.45.0
-// (its clusterArgs has no such field) and accepted at 6.83.2, as the bridge of each would.
+// (its clusterArgs has no such field) and accepted at 6.83.4, as the bridge of each would.
 func TestUpgradePolicyExistsFromTheSDKThatHasIt(t *testing.T) {
 	in := eksCluster()
 	in["upgradePolicy"] = resource.NewObjectProperty(resource.PropertyMap{"supportType": resource.NewStringProperty("STANDARD")})

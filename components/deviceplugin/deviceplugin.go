@@ -16,12 +16,16 @@ import (
 // Pinned images. NVIDIA: the k8s-device-plugin release (nvcr.io), v0.20.0 as eksctl ships it;
 // since v0.17.1: XID health checks that may be enabled explicitly (v0.18.0), health checks that
 // no longer fail on older devices (v0.19.0), Rubin support (v0.20.0) (NVIDIA/k8s-device-plugin
-// CHANGELOG.md). EFA: the plugin of the newest
-// aws/eks-charts chart, stable/aws-efa-k8s-device-plugin v0.5.30 (appVersion v0.5.20), in the
-// region's EKS image registry (topology.EKSImageRegistry: account and domain differ by region).
+// CHANGELOG.md). EFA: the plugin of aws/eks-charts chart stable/aws-efa-k8s-device-plugin v0.5.32
+// (eks-charts #1366, 2026-09-10: "bump aws-efa-k8s-device-plugin to v0.5.21-eksbuild.13"; since
+// v0.5.21 the EKS build number is part of the tag, eks-charts #1363), in the region's EKS image
+// registry (topology.EKSImageRegistry: account and domain differ by region). #1363 and #1366
+// describe only the image's bump (the chart's files past v0.5.30 are not readable here); the
+// plugin's own source is not public, and its v0.5.21 logs in klog's format (#1363's test output),
+// which nothing of gpucluster reads.
 const (
 	NVIDIAImage = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
-	EFAImageTag = "v0.5.20"
+	EFAImageTag = "v0.5.21-eksbuild.13"
 )
 
 // The DaemonSets' names, which are also their pods' app.kubernetes.io/name label (in
@@ -69,7 +73,9 @@ var nvidiaPod = pod{seccomp: true, pluginDirType: "Directory", container: corev1
 	},
 }}
 
-// efaPod is what the chart v0.5.30 renders (templates/daemonset.yaml with its default values):
+// efaPod is what the chart renders (templates/daemonset.yaml with its default values, read at
+// v0.5.30; the pull requests of v0.5.31 and v0.5.32, eks-charts #1363 and #1366, bump only the
+// image tag):
 // the host's network, /dev/infiniband (the plugin enumerates the EFA devices there since v0.5.1,
 // eks-charts #1069) and /opt/aws/neuron (since chart v0.5.16), run as root, privileged: eks-charts
 // #1245 made it privileged to read Neuron devices for EFA-Neuron topology alignment. gpucluster's

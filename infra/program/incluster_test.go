@@ -249,13 +249,13 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 }
 
 // checkEFAPluginIsUpstreams: the EFA device plugin's pod is what aws/eks-charts
-// stable/aws-efa-k8s-device-plugin v0.5.30 renders with its default values (templates/
+// stable/aws-efa-k8s-device-plugin v0.5.32 renders with its default values (templates/
 // daemonset.yaml): its image tag in the region's EKS registry, the host network, /dev/infiniband
 // and /opt/aws/neuron mounted, privileged as root, requests without limits.
 func checkEFAPluginIsUpstreams(t *testing.T, file, region string, pod map[string]any) {
 	t.Helper()
 	c := pod["containers"].([]any)[0].(map[string]any)
-	if c["image"] != topology.EKSImageRegistry(region)+"/eks/aws-efa-k8s-device-plugin:v0.5.20" {
+	if c["image"] != topology.EKSImageRegistry(region)+"/eks/aws-efa-k8s-device-plugin:v0.5.21-eksbuild.13" {
 		t.Errorf("%s: EFA plugin image %v", file, c["image"])
 	}
 	sc := c["securityContext"].(map[string]any)

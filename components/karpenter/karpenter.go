@@ -23,7 +23,7 @@ import (
 // are this version's.
 const (
 	ChartRef     = "oci://public.ecr.aws/karpenter/karpenter"
-	ChartVersion = "1.14.1"
+	ChartVersion = "1.15.2"
 )
 
 // ServiceAccount is the controller's service account (the chart's default name).
@@ -177,8 +177,15 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		Values: pulumi.Map{
 			"settings": pulumi.Map{"clusterName": pulumi.String(args.Cluster), "interruptionQueue": queue.Name,
 				// Karpenter replaces a node whose node monitoring agent condition or Ready stays
-				// false (pkg/cloudprovider RepairPolicies); an alpha gate, off by default.
-				"featureGates": pulumi.Map{"nodeRepair": pulumi.Bool(args.NodeRepair)}},
+				// false (pkg/cloudprovider RepairPolicies); an alpha gate, off by default. Repair
+				// is a disruption method, held per NodePool by its Unhealthy budget: the legacy
+				// controller (legacyNodeRepair), which ignores budgets, stays off, and so does
+				// RebootForRepair, whose ec2:RebootInstances the policy does not grant (v1.15.2
+				// charts/karpenter/values.yaml; both are written out so a chart default that
+				// moves cannot change them).
+				"featureGates":     pulumi.Map{"nodeRepair": pulumi.Bool(args.NodeRepair)},
+				"legacyNodeRepair": pulumi.Bool(false),
+				"awsFeatureGates":  pulumi.Map{"rebootForRepair": pulumi.Bool(false)}},
 			"serviceAccount": pulumi.Map{"name": pulumi.String(ServiceAccount)},
 			"replicas":       pulumi.Int(args.Replicas),
 			// The controller runs on the system nodes: never on a node it manages.

@@ -11,11 +11,14 @@ import (
 )
 
 // notGranted are the methods of Karpenter's AWS client interfaces that the controller policy
-// leaves out, each with why (the v1.14 reference CloudFormation grants none of them either).
+// leaves out, each with why (the v1.14 reference CloudFormation grants none of the first three;
+// v1.15's grants ec2:RebootInstances for its reboot gate).
 var notGranted = map[string]string{
 	"sqs:SendMessage":         "only Karpenter's end-to-end tests send to the queue (pkg/providers/sqs); EventBridge delivers in a cluster",
 	"iam:GetRole":             "declared in pkg/aws/sdk.go, called by no controller code",
 	"timestream:WriteRecords": "Karpenter's own test metrics",
+	"ec2:RebootInstances": "called only with the RebootForRepair AWS feature gate (pkg/providers/instance Reboot), which the chart values keep off: " +
+		"a pool's repair replaces its node",
 }
 
 // notAnAPICall are granted actions that are authorizations, not API calls Karpenter makes.

@@ -16,7 +16,7 @@ import (
 // The EC2NodeClass and NodePool fields gpucluster writes (karpenter.k8s.aws/v1, karpenter.sh/v1).
 // Karpenter's own Go types are not imported: their packages pull client-go's whole scheme and
 // Karpenter's cloud provider. The tests create these objects in a kube-apiserver with the real
-// v1.14.1 CRDs and strict field validation, so a field the schema does not know is an error.
+// v1.15.2 CRDs and strict field validation, so a field the schema does not know is an error.
 type ec2NodeClassSpec struct {
 	Role                             string                   `json:"role"`
 	AMIFamily                        string                   `json:"amiFamily,omitempty"`
@@ -186,10 +186,13 @@ func nodePool(a PoolArgs, name string) nodePoolSpec {
 	}
 	np.Limits = map[string]string{topology.ResourceGPU: strconv.Itoa(s.Scaling.GPULimit)}
 	// Only empty nodes are consolidated, one at a time; drift and underutilization never
-	// disrupt a node (a busy GPU node is never taken from its job).
+	// disrupt a node (a busy GPU node is never taken from its job). Repair (the reason
+	// Unhealthy) takes as many nodes at once as the topology core decided: none where the pool
+	// does not repair.
 	np.Disruption = disruption{ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "10m", Budgets: []budget{
 		{Nodes: "0", Reasons: []string{"Drifted", "Underutilized"}},
 		{Nodes: "1", Reasons: []string{"Empty"}},
+		{Nodes: s.NodeRepair.UnhealthyBudget, Reasons: []string{"Unhealthy"}},
 	}}
 	return np
 }

@@ -89,7 +89,7 @@ func nodeAllocatable(it catalog.InstanceType) (cpuMillis, memMiB float64) {
 }
 
 // karpenterVMMemoryOverhead is the share of an instance type's memory Karpenter assumes the
-// hypervisor and kernel take until it has seen a node of the type (karpenter-provider-aws v1.14.1
+// hypervisor and kernel take until it has seen a node of the type (karpenter-provider-aws v1.15.2
 // pkg/operator/options/options.go, VM_MEMORY_OVERHEAD_PERCENT, default 0.075). A real EKS AL2023
 // p4d.24xlarge reports 1176300008Ki of its 1152 GiB, 2.6% less (kubectl describe node in
 // gnosia93/training-on-eks chapter/c8-scheduling-evit.md): the estimate is the lower figure.

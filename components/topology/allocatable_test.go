@@ -42,7 +42,7 @@ func checkSizes(t *testing.T, prov Provisioner, cases []sizeCase) {
 }
 
 // On a Karpenter pool the memory is what Karpenter expects of a type it has not launched yet,
-// worked by hand from karpenter-provider-aws v1.14.1 (allocatable.go).
+// worked by hand from karpenter-provider-aws v1.15.2 (allocatable.go).
 func TestKarpenterPoolsFitKarpentersEstimate(t *testing.T) {
 	checkSizes(t, ProvisionerKarpenter, []sizeCase{
 		// 2,097,152 MiB − ⌈7.5%⌉ 157,287 = 1,939,865; 2 ENIs × 49 + 2 = 100 pods: − (255 + 1,100 + 100)

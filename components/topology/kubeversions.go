@@ -24,7 +24,7 @@ import (
 //	            standard support 1.32 2026-03-23, 1.33 2026-07-29, 1.34 2026-12-02, 1.35 2027-03-27,
 //	            1.36 2027-08-02; "Billing for extended support starts at the beginning of the day
 //	            that the version reaches end of standard support, in the UTC+0 timezone."
-//	[karpenter] karpenter-provider-aws v1.14.1 pkg/providers/version/version.go: MaxK8sVersion 1.36
+//	[karpenter] karpenter-provider-aws v1.15.2 pkg/providers/version/version.go: MaxK8sVersion 1.37
 //	            (read by kubeversions_test.go, with the test API server's version).
 
 // AL2023Release is the amazon-eks-ami release every node image is pinned to: Karpenter's alias
@@ -110,7 +110,7 @@ func kubernetesVersionProblem(version string) (problem, fix string) {
 	case retiredKubernetes[atoi(m[1])] != "":
 		return fmt.Sprintf("%q left EKS extended support on %s: EKS no longer creates clusters with it", version, retiredKubernetes[atoi(m[1])]), fix
 	case atoi(m[1]) > NewestKubernetesMinor():
-		return fmt.Sprintf("%q is newer than 1.%d, the newest version the pinned node images (amazon-eks-ami %s) and Karpenter v1.14.1 serve and gpucluster's objects are validated against",
+		return fmt.Sprintf("%q is newer than 1.%d, the newest version the pinned node images (amazon-eks-ami %s) and Karpenter v1.15.2 serve and gpucluster's objects are validated against",
 			version, NewestKubernetesMinor(), AL2023Release), fix
 	}
 	return fmt.Sprintf("%q is not a supported EKS Kubernetes version", version), fix

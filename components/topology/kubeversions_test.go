@@ -12,7 +12,7 @@ import (
 )
 
 // TestKubernetesVersionsComeFromData holds the accepted versions to the data that bounds them:
-// Karpenter's own supported range (karpenter-provider-aws v1.14.1 pkg/providers/version, read
+// Karpenter's own supported range (karpenter-provider-aws pkg/providers/version, read
 // from the module the test API server takes its CRDs from) and the version of that API server,
 // which every object is created in; and each version's image to the pinned release.
 func TestKubernetesVersionsComeFromData(t *testing.T) {
@@ -32,10 +32,10 @@ func TestKubernetesVersionsComeFromData(t *testing.T) {
 		return atoi(m[1])
 	}
 	if newest, max := NewestKubernetesMinor(), karpenter("MaxK8sVersion"); newest > max {
-		t.Errorf("1.%d accepted, Karpenter v1.14.1 supports up to 1.%d", newest, max)
+		t.Errorf("1.%d accepted, Karpenter %s supports up to 1.%d", newest, kubeapi.KarpenterVersion, max)
 	}
 	if oldest, min := OldestKubernetesMinor(), karpenter("MinK8sVersion"); oldest < min {
-		t.Errorf("1.%d accepted, Karpenter v1.14.1 supports from 1.%d", oldest, min)
+		t.Errorf("1.%d accepted, Karpenter %s supports from 1.%d", oldest, kubeapi.KarpenterVersion, min)
 	}
 	server := regexp.MustCompile(`^v1\.(\d+)\.`).FindStringSubmatch(kubeapi.KubernetesVersion)
 	if server == nil || NewestKubernetesMinor() > atoi(server[1]) {

@@ -55,7 +55,7 @@ func PrincipalIdentity(arn string) string {
 }
 
 // karpenterChartReplicas is the Karpenter chart's replica count (charts/karpenter/values.yaml
-// `replicas: 2`, v1.14.1), whose pods carry a *required* anti-affinity per host
+// `replicas: 2`, v1.15.2), whose pods carry a *required* anti-affinity per host
 // (`podAntiAffinity ... topologyKey: kubernetes.io/hostname`): each replica needs a node of its own.
 const karpenterChartReplicas = 2
 

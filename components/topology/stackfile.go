@@ -71,9 +71,6 @@ type Pool struct {
 	// profile), for errors about what runs on that GPU.
 	typeKey  string
 	typeLine int
-	// repairKey and repairLine are where the file sets nodeRepair, else the pool's profile line.
-	repairKey  string
-	repairLine int
 }
 
 // Pulumi's own top-level keys of a stack file (Pulumi.<stack>.yaml).
@@ -125,7 +122,7 @@ func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 		if st.Benchmarks.Enabled {
 			ps.Benchmark = deriveBenchmark(ps, st.Benchmarks, st.TrainingImage)
 		}
-		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled, ps.Instance.CPUArch)
+		ps.NodeRepair = deriveNodeRepair(pool.Profile.NodeRepair, st.Benchmarks.Enabled, ps.Instance.CPUArch, ps.Provisioner)
 		if err := setNVIDIAModuleOptions(&ps, st, pool); err != nil {
 			return StackSpec{}, err
 		}
@@ -134,9 +131,6 @@ func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 				Message: "the stack file stops the pool (stopped: true): it stays at zero nodes until the key is removed and pulumi up runs"})
 		}
 		spec.Pools = append(spec.Pools, ps)
-	}
-	if err := checkKarpenterNodeRepair(spec, st); err != nil {
-		return StackSpec{}, err
 	}
 	if err := checkSupportWindow(&spec, st, at); err != nil {
 		return StackSpec{}, err
@@ -614,11 +608,7 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
 			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
 	}
-	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"],
-		repairKey: key + ".profile", repairLine: lines["profile"]}
-	if line, set := lines["nodeRepair"]; set {
-		pool.repairKey, pool.repairLine = key+".nodeRepair", line
-	}
+	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"]}
 	if line, set := lines["instanceType"]; set {
 		pool.typeKey, pool.typeLine = key+".instanceType", line
 	}

@@ -116,7 +116,7 @@ func sortedPools(ev *evaluation) []string {
 }
 
 // TestEveryKubernetesObjectIsAcceptedByARealAPIServer creates every object of every stack in a
-// kube-apiserver (kubeapi.KubernetesVersion) with the Karpenter v1.14.1 CRDs, with strict field validation.
+// kube-apiserver (kubeapi.KubernetesVersion) with the Karpenter v1.15.2 CRDs, with strict field validation.
 func TestEveryKubernetesObjectIsAcceptedByARealAPIServer(t *testing.T) {
 	s := apiServer(t)
 	kinds := map[string]int{}

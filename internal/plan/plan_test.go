@@ -121,12 +121,15 @@ func TestG6eENABundle(t *testing.T) {
 func TestKarpenterBundle(t *testing.T) {
 	dir, _ := writeBundle(t, "karpenter-p5")
 	mustContain(t, "chart", read(t, filepath.Join(dir, "manifests", "chart-karpenter-p5-karpenter.yaml")),
-		"chart: oci://public.ecr.aws/karpenter/karpenter", "version: 1.14.1", "interruptionQueue: karpenter-p5-karpenter")
+		"chart: oci://public.ecr.aws/karpenter/karpenter", "version: 1.15.2", "interruptionQueue: karpenter-p5-karpenter",
+		"legacyNodeRepair: false", "rebootForRepair: false")
 	mustContain(t, "EC2NodeClass", read(t, filepath.Join(dir, "manifests", "ec2nodeclass-karpenter-p5-gpu.yaml")),
 		"placementGroupSelector:", "name: karpenter-p5-gpu", "interfaceType: efa-only", "role: karpenter-p5-karpenter-node", "alias: "+topology.KarpenterAL2023Alias)
 	mustContain(t, "NodePool", read(t, filepath.Join(dir, "manifests", "nodepool-karpenter-p5-gpu.yaml")),
-		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never")
-	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4")
+		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never",
+		"- nodes: \"0\"\n        reasons:\n          - Unhealthy\n") // a benchmark stack: no repair
+	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4",
+		"| Node repair | off: off in a benchmark stack", "the NodePool's disruption budget for Unhealthy nodes is 0")
 }
 
 // TestPlanRecordsResourceOptions: plan.json shows what destroy does besides the defaults (here
@@ -317,7 +320,7 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
 		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (gpucluster-health-gate-gpu)",
 		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (gpucluster-health-gate-gpu)",
-		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.14.1",
+		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.15.2",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` (nvidia-device-plugin)")
 }

@@ -19,8 +19,17 @@ import (
 const (
 	KubernetesVersion = harness.KubernetesVersion
 	EtcdVersion       = harness.EtcdVersion
-	KarpenterVersion  = "v1.14.1"
+	KarpenterVersion  = "v1.15.2"
 )
+
+// Karpenter is the Karpenter AWS provider release whose CRDs the test server installs, whose
+// chart the registry stand-in serves, and whose generated tables (prices, network limits) and
+// IAM policy the topology core is held to. Its go.mod asks for go 1.26.11, newer than the
+// machine's Go, so it is fetched as a source module (harness.SourceModule), not required by a
+// build module. Sum is its line in the checksum database
+// (https://sum.golang.org/lookup/github.com/aws/karpenter-provider-aws@v1.15.2).
+var Karpenter = harness.SourceModule{Path: KarpenterModule, Version: KarpenterVersion,
+	Sum: "h1:RGw64PB2ROUHZIUhBqjO78l3zJ9YctnWeullrr4cxYI="}
 
 // buildDir is the directory of one nested build module (kubernetes, etcd, crds).
 func buildDir(name string) string {
@@ -31,9 +40,9 @@ func buildDir(name string) string {
 // binary is a harness binary that `make harness` built; it never builds (test/harness).
 func binary(name string) (string, error) { return harness.Binary(name) }
 
-// Modules whose CRDs the test server installs, pinned by build/crds/go.mod, and by
-// build/kube/go.mod for the controllers the harness builds from them (so that CRDs and
-// controllers are one release).
+// Modules whose CRDs the test server installs, pinned by build/crds/go.mod (Karpenter: by
+// Karpenter above), and by build/kube/go.mod for the controllers the harness builds from them (so
+// that CRDs and controllers are one release).
 const (
 	KarpenterModule   = "github.com/aws/karpenter-provider-aws"
 	MPIOperatorModule = "github.com/kubeflow/mpi-operator"
@@ -60,15 +69,18 @@ const OperatorsModule = "kube"
 // MPIOperatorVersion is the MPI operator release whose CRD the test server installs.
 const MPIOperatorVersion = "v0.8.2"
 
-// KarpenterModuleDir is where the pinned Karpenter AWS provider lies in the module cache: the
-// one place gpucluster fetches it, for its CRDs (the test API server) and its generated data
-// (prices, bandwidth), all at the same version.
-func KarpenterModuleDir() (string, error) { return ModuleDir(KarpenterModule) }
+// KarpenterModuleDir is where the pinned Karpenter AWS provider lies in the harness cache: the
+// one place gpucluster fetches it, for its CRDs (the test API server), its chart and its
+// generated data (prices, bandwidth), all at the same version.
+func KarpenterModuleDir() (string, error) { return Karpenter.Dir() }
 
-// ModuleDir is where a module pinned by build/crds/go.mod (or build/kube/go.mod) lies in
-// the module cache. `go mod download` reads the cache when the module is there (then it needs
+// ModuleDir is where a module pinned by build/crds/go.mod (or build/kube/go.mod; Karpenter's:
+// KarpenterModuleDir) lies in the module cache. `go mod download` reads the cache when the module is there (then it needs
 // no network: GOPROXY=off works) and the module proxy otherwise, checking go.sum either way.
 func ModuleDir(module string) (string, error) {
+	if module == KarpenterModule {
+		return KarpenterModuleDir()
+	}
 	dir := buildDir("crds")
 	if module == TrainerModule || module == JobSetModule || module == KueueModule {
 		dir = buildDir(OperatorsModule)

@@ -100,7 +100,7 @@ const (
 //	             https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html
 //	[vpc-cni]    github.com/aws/amazon-vpc-cni-k8s v1.20.4 pkg/vpc/vpc_ip_resource_limit.go
 //	             (generated from EC2 DescribeInstanceTypes; read by instancetype_test.go)
-//	[karpenter]  github.com/aws/karpenter-provider-aws v1.14.1
+//	[karpenter]  github.com/aws/karpenter-provider-aws v1.15.2
 //	             pkg/providers/instancetype/zz_generated.bandwidth.go (baseline Mbps)
 //	[fm]         NVIDIA Fabric Manager user guide: required on HGX A100/H100/H200/B200 NVSwitch systems
 //	             https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/
@@ -119,7 +119,7 @@ const (
 //	[karp-ref]   karpenter-provider-aws website/content/en/preview/reference/instance-types.md at
 //	             commit 692ccdd0 (v1.14.0), generated from EC2 DescribeInstanceTypes: GPU name,
 //	             count and memory, vCPUs, memory, local NVMe total, max EFA, architecture.
-//	[karp-vpc]   karpenter-provider-aws v1.14.1 pkg/providers/instancetype/zz_generated.vpclimits.go
+//	[karp-vpc]   karpenter-provider-aws v1.15.2 pkg/providers/instancetype/zz_generated.vpclimits.go
 //	             (network cards, interfaces per card; read by instancetype_test.go).
 //	[eks-ami]    awslabs/amazon-eks-ami templates/al2023/runtime/gpu/nvidia-open-supported-devices-
 //	             580.txt: the 580 driver of the pinned node images knows "NVIDIA B300 SXM6 AC",

@@ -43,7 +43,7 @@ var notInGeneratedData = map[string]string{
 }
 
 // karpenterVPCLimits reads Karpenter's generated per-type network limits (karpenter-provider-aws
-// v1.14.1 pkg/providers/instancetype/zz_generated.vpclimits.go, from EC2 DescribeInstanceTypes):
+// v1.15.2 pkg/providers/instancetype/zz_generated.vpclimits.go, from EC2 DescribeInstanceTypes):
 // each type's interfaces per network card, card by card, and IPv4 addresses per interface.
 func karpenterVPCLimits(t *testing.T) map[string]vpcLimits {
 	t.Helper()
@@ -211,7 +211,7 @@ func TestCatalogInvariants(t *testing.T) {
 }
 
 // TestCatalogBandwidthAgreesWithKarpenter holds every type's sustained bandwidth to Karpenter's
-// generated table (karpenter-provider-aws v1.14.1, pkg/providers/instancetype/
+// generated table (karpenter-provider-aws v1.15.2, pkg/providers/instancetype/
 // zz_generated.bandwidth.go: EC2's baseline, in megabits), read from the module the test API
 // server takes its CRDs from; and the advertised figure to it wherever the type does not burst.
 func TestCatalogBandwidthAgreesWithKarpenter(t *testing.T) {

@@ -9,9 +9,9 @@ type Price struct {
 // PriceSource names the prices below: Karpenter's generated on-demand price table, which
 // pricing_test.go compares against the file itself in the module cache.
 const (
-	PriceSource = "karpenter-provider-aws v1.14.1, pkg/providers/pricing/zz_generated.pricing_aws.go"
+	PriceSource = "karpenter-provider-aws v1.15.2, pkg/providers/pricing/zz_generated.pricing_aws.go"
 	PriceRegion = "us-east-1"
-	PriceDate   = "2026-07-06"
+	PriceDate   = "2026-07-20"
 )
 
 // onDemandUSEast1 are on-demand Linux prices in us-east-1 (USD per hour). p5e.48xlarge has no

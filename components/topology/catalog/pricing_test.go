@@ -26,6 +26,9 @@ func TestPricesMatchKarpentersTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := readFile(t, filepath.Join(mod, "pkg/providers/pricing/zz_generated.pricing_aws.go"))
+	if !strings.Contains(PriceSource, "karpenter-provider-aws "+kubeapi.KarpenterVersion+",") {
+		t.Errorf("PriceSource names %q; the prices are compared with karpenter-provider-aws %s", PriceSource, kubeapi.KarpenterVersion)
+	}
 	if !strings.Contains(src, "generated at "+PriceDate) {
 		t.Errorf("the table is not the one generated %s", PriceDate)
 	}

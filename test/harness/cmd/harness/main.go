@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpucluster/gpucluster/test/harness"
+	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
 func main() {
@@ -47,6 +48,10 @@ func main() {
 	}
 	if *only == "" {
 		if err := downloadAWSSDK(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			os.Exit(1)
+		}
+		if err := fetchKarpenter(); err != nil {
 			fmt.Fprintln(os.Stderr, "harness:", err)
 			os.Exit(1)
 		}
@@ -85,6 +90,19 @@ func downloadAWSSDK() error {
 	}
 	fmt.Printf("harness: %-11s in the module cache in %s (the pulumi-aws Go SDK %s, the schema of the aws provider pulumi-eks's children ask for)\n",
 		"aws-sdk", time.Since(start).Round(time.Second), v)
+	return nil
+}
+
+// fetchKarpenter puts the Karpenter release the tests read (CRDs, chart, generated tables) into
+// the cache, so that no test fetches it inside its timeout.
+func fetchKarpenter() error {
+	start := time.Now()
+	dir, err := kubeapi.KarpenterModuleDir()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("harness: %-11s in %s in %s (karpenter-provider-aws %s: CRDs, chart, generated tables)\n",
+		"karpenter", dir, time.Since(start).Round(time.Second), kubeapi.KarpenterVersion)
 	return nil
 }
 

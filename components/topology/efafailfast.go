@@ -27,7 +27,9 @@ type EFAFailFastSettings struct {
 // v2.18.6-1 to v2.30.4-1). aws-ofi-nccl named itself "AWS Libfabric" up to v1.12.x and
 // "Libfabric" from v1.13.0 (aws/aws-ofi-nccl#530); from v1.13.0 a load-time constructor renames
 // it back when NCCL_NET asks for "AWS Libfabric" (nvidia_plugin_name_fixup,
-// src/nccl_ofi_interface_nvidia.cpp at v1.19.0), so that name finds every version from v1.7.
+// src/nccl_ofi_interface_nvidia.cpp at v1.19.0, and unchanged at v1.21.1, the release EFA
+// installer 1.50 bundles: "Libfabric" for every ncclNet version, v12 included, lines 662-803,
+// the fixup at 841), so that name finds every version from v1.7.
 const (
 	OFIPluginName       = "Libfabric"
 	OFIPluginLegacyName = "AWS Libfabric"

@@ -40,6 +40,7 @@ func TestEFAFailFastEnvFollowsThePluginVersion(t *testing.T) {
 	for _, c := range []struct{ image, want string }{
 		{DefaultTrainingImage, "NCCL_NET=Libfabric"},
 		{"r.example/nccl:x-ofiv1.13.0-y", "NCCL_NET=Libfabric"},
+		{UnconfirmedTrainingImage, "NCCL_NET=Libfabric"}, // aws-ofi-nccl 1.21.1
 		{"r.example/nccl:x-ofiv1.12.1-y", "NCCL_NET=AWS Libfabric"},
 		{"r.example/nccl:x-ofiv1.5.0-y", "FI_PROVIDER=efa NCCL_NET=AWS Libfabric"},
 		{"r.example/team/train:2026-11", "NCCL_NET=AWS Libfabric"},

@@ -190,6 +190,17 @@ const FabricManagerStatusFile = "/run/gpucluster/fabricmanager/status"
 // ships. The training pod template carries it until a stack names its own.
 const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
 
+// UnconfirmedTrainingImage is the EFA installer 1.50 stack's tag (CUDA 13.1.2, EFA installer
+// 1.50.0 with aws-ofi-nccl 1.21.1 and libfabric 2.6, NCCL 2.31.2-1, nccl-tests 2.20.0, the same
+// NVCC_GENCODE: awslabs/awsome-distributed-training #1255, micro-benchmarks/nccl-tests/
+// buildspec.yaml), which would be the default once it is known to be published. Nothing gpucluster
+// can read confirms that: the nccl-tests README of that change says to use the tag "after that tag
+// has been published", the only file that names a digest for it is in an unmerged pull request
+// (#1259), and public.ecr.aws cannot be asked from here. So DefaultTrainingImage stays, and
+// REVIEW.md says so; a stack can name this tag in gpucluster:trainingImage, and its NCCL_NET
+// (efaFailFastEnv) and the doctor's reading of aws-ofi-nccl 1.21.1 hold for it.
+const UnconfirmedTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.1.2-efa1.50.0-ofiv1.21.1-ncclv2.31.2-1-testsv2.20.0"
+
 // DefaultImageComputeCapabilities are the GPU architectures the default image's NCCL and
 // nccl-tests carry code for (its Dockerfile's NVCC_GENCODE: sm_80, sm_86, sm_89, sm_90, sm_100,
 // sm_103); a GPU outside them (the RTX PRO 6000 Blackwell's 12.0) finds no kernel to run.

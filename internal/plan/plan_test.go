@@ -129,7 +129,8 @@ func TestKarpenterBundle(t *testing.T) {
 		"nvidia.com/gpu: \"32\"", "consolidationPolicy: WhenEmpty", "expireAfter: Never",
 		"- nodes: \"0\"\n        reasons:\n          - Unhealthy\n") // a benchmark stack: no repair
 	mustContain(t, "REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "0-4 (karpenter), 32 GPUs at most", "$0.00 per hour at 0 node(s), $220.16 at 4",
-		"| Node repair | off: off in a benchmark stack", "the NodePool's disruption budget for Unhealthy nodes is 0")
+		"| Node repair | off: off in a benchmark stack", "the NodePool's disruption budget for Unhealthy nodes is 0",
+		"The EFA installer 1.50 stack's tag, `"+topology.UnconfirmedTrainingImage+"`, is not the default")
 }
 
 // TestPlanRecordsResourceOptions: plan.json shows what destroy does besides the defaults (here

@@ -137,6 +137,10 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 	for _, img := range topology.SortedKeys(images) {
 		fmt.Fprintf(&b, "- image `%s` (%s)\n", img, strings.Join(images[img], ", "))
 	}
+	if _, ok := images[topology.DefaultTrainingImage]; ok {
+		fmt.Fprintf(&b, "\n`%s` is gpucluster's default benchmark image and its health gate's EFA check (EFA installer 1.48). The EFA installer 1.50 stack's tag, `%s`, is not the default: nothing gpucluster can read confirms it is published (its own README says to use it once it is). A stack may name it in `gpucluster:trainingImage`.\n",
+			topology.DefaultTrainingImage, topology.UnconfirmedTrainingImage)
+	}
 	b.WriteString("\n")
 	return b.String(), nil
 }

@@ -27,10 +27,12 @@ type templateInputs struct {
 	Interfaces     []topology.NetworkInterface
 	Volumes        []topology.VolumeSpec
 	PlacementGroup bool
-	ImageID        string // a custom image's; "" when EKS chooses
-	InstanceType   string // "" when the node group names it
-	Capacity       topology.CapacityType
-	ReservationID  string
+	// ReservationGroup is the placement group a reservation was made in, by name (PlacementSpec.Group).
+	ReservationGroup string `json:",omitempty"`
+	ImageID          string // a custom image's; "" when EKS chooses
+	InstanceType     string // "" when the node group names it
+	Capacity         topology.CapacityType
+	ReservationID    string
 	// UserData is the user data; a custom image's is rendered here without the cluster's endpoint
 	// and CA, which newLaunchTemplate fills in when the cluster exists.
 	UserData string
@@ -41,7 +43,7 @@ func inputsOf(spec topology.PoolSpec, settings topology.ClusterSettings, tags ma
 	in := templateInputs{Name: resourceName(settings.Name, spec.Name), Interfaces: spec.Network.Interfaces,
 		// Not spec.Description, which counts the pool's nodes: the template is the same at any size.
 		Description: fmt.Sprintf("gpucluster pool %s: profile %s on %s", spec.Name, spec.Profile, spec.Instance.Name),
-		Volumes:     spec.Storage.Volumes, PlacementGroup: spec.Placement.Strategy != topology.PlacementNone,
+		Volumes:     spec.Storage.Volumes, PlacementGroup: spec.Placement.Strategy != topology.PlacementNone, ReservationGroup: spec.Placement.Group,
 		Capacity: spec.Capacity.Type, ReservationID: spec.Capacity.ReservationID, Tags: tags}
 	if spec.AMI.Family == topology.AMICustom {
 		in.ImageID = spec.AMI.ID
@@ -78,7 +80,7 @@ func clusterOf(settings topology.ClusterSettings) Cluster {
 // placement group, IMDSv2, encrypted volumes, user data and the capacity reservation. It never
 // names a subnet: a managed node group refuses a launch template with SubnetId and chooses the
 // subnet itself.
-func newLaunchTemplate(ctx *pulumi.Context, name string, spec topology.PoolSpec, group *ec2.PlacementGroup,
+func newLaunchTemplate(ctx *pulumi.Context, name string, spec topology.PoolSpec, groupName pulumi.StringOutput,
 	groups pulumi.StringArray, args Args, tags map[string]string, opts ...pulumi.ResourceOption) (*ec2.LaunchTemplate, error) {
 	in, err := inputsOf(spec, args.ClusterSettings, tags)
 	if err != nil {
@@ -110,7 +112,7 @@ func newLaunchTemplate(ctx *pulumi.Context, name string, spec topology.PoolSpec,
 		lt.BlockDeviceMappings = append(lt.BlockDeviceMappings.(ec2.LaunchTemplateBlockDeviceMappingArray), launchtemplate.Volume(v.Device, v.SizeGiB))
 	}
 	if in.PlacementGroup {
-		lt.Placement = ec2.LaunchTemplatePlacementArgs{GroupName: group.Name}
+		lt.Placement = ec2.LaunchTemplatePlacementArgs{GroupName: groupName}
 	}
 	if in.ImageID != "" {
 		lt.ImageId = pulumi.String(in.ImageID)

@@ -68,13 +68,17 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	base := resourceName(args.ClusterSettings.Name, spec.Name)
 
 	np.PlacementGroupName = pulumi.String("").ToStringOutput()
-	var group *ec2.PlacementGroup
-	if spec.Placement.Strategy != topology.PlacementNone {
+	switch {
+	case spec.Placement.Group != "":
+		// The group the pool's reservation was made in: named, never created or deleted here.
+		np.PlacementGroupName = pulumi.String(spec.Placement.Group).ToStringOutput()
+	case spec.Placement.Strategy != topology.PlacementNone:
 		pg := &ec2.PlacementGroupArgs{Name: pulumi.String(base), Strategy: pulumi.String(string(spec.Placement.Strategy)), Tags: pulumi.ToStringMap(tags)}
 		if spec.Placement.Strategy == topology.PlacementPartition {
 			pg.PartitionCount = pulumi.Int(spec.Placement.Partitions)
 		}
-		if group, err = ec2.NewPlacementGroup(ctx, name, pg, child); err != nil {
+		group, err := ec2.NewPlacementGroup(ctx, name, pg, child)
+		if err != nil {
 			return nil, err
 		}
 		np.PlacementGroupName = group.Name
@@ -96,7 +100,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	np.LaunchTemplateID = pulumi.String("").ToStringOutput()
 	np.NodeGroupName = pulumi.String("").ToStringOutput()
 	if spec.Provisioner == topology.ProvisionerManagedNodeGroup {
-		lt, err := newLaunchTemplate(ctx, name, spec, group, groups, args, tags, child)
+		lt, err := newLaunchTemplate(ctx, name, spec, np.PlacementGroupName, groups, args, tags, child)
 		if err != nil {
 			return nil, err
 		}

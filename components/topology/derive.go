@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -83,6 +84,13 @@ func Derive(poolName string, p Profile) (PoolSpec, error) {
 // already placed by AWS: a new cluster group would force launches into capacity that is not
 // there, and fail with InsufficientInstanceCapacity.
 func derivePlacement(p Profile, efa int) PlacementSpec {
+	if p.PlacementGroupName != "" { // an ODCR made in a cluster placement group (validateReservationGroup)
+		return PlacementSpec{Strategy: PlacementCluster, Group: p.PlacementGroupName, Reason: fmt.Sprintf(
+			"the reservation %s was made in cluster placement group %s, and only instances launched into that group use it "+
+				"(EC2 user guide, capacity-reservations-launch: choose the cluster placement group, then the reservation): "+
+				"the pool launches there, in %s, which must be the zone of the reservation and its group; gpucluster neither creates nor deletes the group",
+			p.CapacityReservationID, p.PlacementGroupName, zoneOrReservations(p.AvailabilityZones))}
+	}
 	if p.Capacity.Reserved() {
 		return PlacementSpec{Strategy: PlacementNone, Reason: fmt.Sprintf(
 			"%s %s is already placed by AWS; a placement group on top would cause insufficient-capacity launches", p.Capacity, p.CapacityReservationID)}
@@ -103,6 +111,14 @@ func derivePlacement(p Profile, efa int) PlacementSpec {
 		why += "; EFA nodes may land far apart"
 	}
 	return PlacementSpec{Strategy: PlacementNone, Reason: why}
+}
+
+// zoneOrReservations names a pool's one zone, or the reservation's before the stack gives one.
+func zoneOrReservations(zones []string) string {
+	if len(zones) == 0 {
+		return "the reservation's Availability Zone"
+	}
+	return strings.Join(zones, ", ")
 }
 
 func deriveInCluster(poolName string, p Profile, it catalog.InstanceType, efa int) InClusterSpec {

@@ -59,6 +59,7 @@ var poolSetters = map[string]setter{
 	"podsPerNode":           count("one pod per GPU with pod-per-gpu", func(p *Profile, n int) { p.PodsPerNode = n }),
 	"capacity":              str(func(p *Profile, s string) { p.Capacity = CapacityType(s) }),
 	"capacityReservationId": str(func(p *Profile, s string) { p.CapacityReservationID = s }),
+	"placementGroupName":    str(func(p *Profile, s string) { p.PlacementGroupName = s }),
 	"provisioner":           str(func(p *Profile, s string) { p.Provisioner = Provisioner(s) }),
 	"amiFamily":             str(func(p *Profile, s string) { p.AMIFamily = AMIFamily(s) }),
 	"amiId":                 str(func(p *Profile, s string) { p.AMIID = s }),

@@ -138,6 +138,10 @@ type Profile struct {
 
 	Capacity              CapacityType `json:"capacity"`
 	CapacityReservationID string       `json:"capacityReservationId,omitempty"`
+	// PlacementGroupName is the cluster placement group an On-Demand Capacity Reservation was
+	// created in (capacity odcr only): the pool launches into that group, which gpucluster neither
+	// creates nor deletes (derivePlacement).
+	PlacementGroupName string `json:"placementGroupName,omitempty"`
 
 	Provisioner   Provisioner       `json:"provisioner"`
 	AMIFamily     AMIFamily         `json:"amiFamily"`

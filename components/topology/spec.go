@@ -196,7 +196,11 @@ type NetworkSpec struct {
 type PlacementSpec struct {
 	Strategy   Placement `json:"strategy"`
 	Partitions int       `json:"partitions,omitempty"`
-	Reason     string    `json:"reason"`
+	// Group is the name of a placement group that exists without gpucluster: the one the pool's
+	// On-Demand Capacity Reservation was made in. The pool launches into it; nothing creates or
+	// deletes it. Empty when gpucluster makes the pool's group (or there is none).
+	Group  string `json:"group,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Decision is one yes/no decision of the derivation, with its reason.

@@ -604,8 +604,10 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 		r.warn(lines[k], key+"."+k, "request a higher "+quotaNameNodes+" in Service Quotas before pulumi up, or split the pool",
 			"%d nodes exceed the default %s of %d", p.MaxNodes, quotaNameNodes, QuotaNodesPerNodeGroup)
 	}
-	if explicit["placement"] && p.Capacity.Reserved() && p.Placement != PlacementNone {
-		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run",
+	// A reservation made in a cluster placement group names that group (placementGroupName,
+	// validateReservationGroup); any other reservation is placed by AWS alone.
+	if explicit["placement"] && p.Capacity.Reserved() && p.Placement != PlacementNone && p.PlacementGroupName == "" {
+		r.fail(lines["placement"], key+".placement", "remove placement: the reservation decides where instances run (an ODCR made in a cluster placement group: name the group in placementGroupName)",
 			"capacity %s is already placed by AWS; a %s placement group would cause insufficient-capacity launches", p.Capacity, p.Placement)
 	}
 	pool := Pool{Name: name, Profile: p, sizeKey: key + ".maxNodes", sizeLine: lines["maxNodes"], typeKey: key + ".profile", typeLine: lines["profile"]}
@@ -626,6 +628,7 @@ func (r *reader) pool(n *yaml.Node, key string, vpcZones []string) (Pool, bool) 
 var relatedKeys = map[string][]string{
 	"amiId":                 {"amiFamily"},
 	"capacityReservationId": {"capacity"},
+	"placementGroupName":    {"capacity"},
 	"partitions":            {"placement"},
 	"fabric":                {"instanceType"},
 	"efaInterfaces":         {"fabric", "instanceType"},

@@ -93,6 +93,12 @@ func TestEveryBadInputNamesFileLineKeyAndFix(t *testing.T) {
 		{"odcr without id", "profile: p5-efa\n      capacity: odcr", 5, "pools[0].capacityReservationId", "needs the id of the reservation"},
 		{"malformed reservation id", "profile: p5-efa\n      capacity: odcr\n      capacityReservationId: cr-xyz", 6, "pools[0].capacityReservationId", "is not a capacity reservation id"},
 		{"placement forced on reserved capacity", "profile: p5-efa\n      capacity: capacity-block\n      capacityReservationId: cr-0123456789abcdef0\n      placement: cluster", 7, "pools[0].placement", "already placed by AWS"},
+		// An ODCR made in a cluster placement group names the group; only an ODCR may.
+		{"reservation group on a capacity block", "profile: p5-efa\n      capacity: capacity-block\n      capacityReservationId: cr-0123456789abcdef0\n      placementGroupName: my-cpg", 7, "pools[0].placementGroupName", "only for an On-Demand Capacity Reservation"},
+		{"reservation group on demand", "profile: p5-efa\n      placementGroupName: my-cpg", 5, "pools[0].placementGroupName", `(capacity is "on-demand")`},
+		{"reservation group in a partition group", "profile: p5-efa\n      capacity: odcr\n      capacityReservationId: cr-0123456789abcdef0\n      placementGroupName: my-cpg\n      placement: partition\n      partitions: 2", 8, "pools[0].placement", "only in a cluster placement group"},
+		{"reservation group across zones", "profile: p5-efa\n      capacity: odcr\n      capacityReservationId: cr-0123456789abcdef0\n      placementGroupName: my-cpg\n      placement: none\n      availabilityZones: [us-east-1a, us-east-1b]", 9, "pools[0].availabilityZones", "in one Availability Zone; 2 were given"},
+		{"reservation group name not ASCII", "profile: p5-efa\n      capacity: odcr\n      capacityReservationId: cr-0123456789abcdef0\n      placementGroupName: grüppe", 7, "pools[0].placementGroupName", "is not a placement group name"},
 		{"zero nodes", "profile: p5-efa\n      nodes: 0", 5, "pools[0].nodes", "node count 0 is below 1"},
 		{"min above max", "profile: p5-efa\n      minNodes: 5\n      maxNodes: 2", 5, "pools[0].minNodes", "minNodes 5 is greater than maxNodes 2"},
 		{"nodes and range", "profile: p5-efa\n      nodes: 2\n      maxNodes: 4", 5, "pools[0].nodes", "both set"},

@@ -142,7 +142,37 @@ func validateCapacity(ps *problems, p Profile) {
 	default:
 		ps.add("capacity", "use on-demand, spot, odcr or capacity-block", "unknown capacity %q", p.Capacity)
 	}
+	validateReservationGroup(ps, p)
 }
+
+// validateReservationGroup checks a pool's placementGroupName: the cluster placement group its On-
+// Demand Capacity Reservation was created in. Only an ODCR can be created in a placement group,
+// and only in a cluster one (EC2 API CreateCapacityReservation PlacementGroupArn: "the cluster
+// placement group in which to create the Capacity Reservation"; a Capacity Block is placed by
+// AWS), which lives in one Availability Zone, as the reservation does. A group name is up to 255
+// ASCII characters (EC2 API CreatePlacementGroup GroupName).
+func validateReservationGroup(ps *problems, p Profile) {
+	if p.PlacementGroupName == "" {
+		return
+	}
+	switch {
+	case p.Capacity != CapacityODCR:
+		ps.add("placementGroupName", "remove placementGroupName, or set capacity: odcr with the id of the reservation made in that group",
+			"a placement group name is only for an On-Demand Capacity Reservation created in that group (capacity is %q)", p.Capacity)
+	case !placementGroupNamePattern.MatchString(p.PlacementGroupName):
+		ps.add("placementGroupName", "write the group's name as EC2 shows it: 1 to 255 printable ASCII characters",
+			"%q is not a placement group name", p.PlacementGroupName)
+	case p.Placement == PlacementPartition:
+		ps.add("placement", "remove placement, or set placement: cluster",
+			"a Capacity Reservation is made only in a cluster placement group, not a partition one")
+	case len(p.AvailabilityZones) > 1:
+		ps.add("availabilityZones", "keep the one Availability Zone of the reservation and its group",
+			"the reservation and its cluster placement group are in one Availability Zone; %d were given", len(p.AvailabilityZones))
+	}
+}
+
+// placementGroupNamePattern: up to 255 ASCII characters, none of them a control character.
+var placementGroupNamePattern = regexp.MustCompile(`^[\x20-\x7e]{1,255}$`)
 
 func validateImage(ps *problems, p Profile, it catalog.InstanceType, known bool) {
 	switch p.AMIFamily {

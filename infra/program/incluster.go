@@ -113,8 +113,8 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 				return nil, err
 			}
 		}
-		placementGroup := ""
-		if pool.Placement.Strategy != topology.PlacementNone {
+		placementGroup := pool.Placement.Group // the reservation's own group, when it has one
+		if placementGroup == "" && pool.Placement.Strategy != topology.PlacementNone {
 			placementGroup = topology.PoolResourceName(spec.Cluster.Name, pool.Name) // the NodePool component's group
 		}
 		in.KarpenterPools[pool.Name], err = karpenter.NewPool(ctx, topology.PoolResourceName(spec.Cluster.Name, pool.Name)+"-karpenter", karpenter.PoolArgs{

@@ -700,3 +700,45 @@ func TestGB200NodeGroupIsPinnedToItsRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestReservationInItsOwnPlacementGroup: an ODCR made in a cluster placement group is launched
+// into that group, by name, on a managed pool (the launch template) and a Karpenter pool (the
+// EC2NodeClass's selector); gpucluster creates no group of its own for either.
+func TestReservationInItsOwnPlacementGroup(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Pulumi.cpg.yaml")
+	stack := `config:
+  aws:region: us-west-2
+  gpucluster:pools:
+    - name: gpu
+      profile: p5-efa
+      capacity: odcr
+      capacityReservationId: cr-0123456789abcdef0
+      placementGroupName: team-p5-cpg
+    - name: burst
+      profile: karpenter-p5
+      capacity: odcr
+      capacityReservationId: cr-0fedcba9876543210
+      placementGroupName: team-burst-cpg
+`
+	if err := os.WriteFile(file, []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev := evaluate(t, file)
+	if groups := ev.ofType("aws:ec2/placementGroup:PlacementGroup"); len(groups) != 0 {
+		t.Errorf("%d placement groups created; the reservations' groups exist already", len(groups))
+	}
+	lt := one(t, ev.poolChildren("gpu", "aws:ec2/launchTemplate:LaunchTemplate"), "launch templates")
+	if placement, _ := lt.Input("placement").(map[string]any); placement["groupName"] != "team-p5-cpg" {
+		t.Errorf("launch template placement %v, want the reservation's group", lt.Input("placement"))
+	}
+	nc := one(t, ev.ofType("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"), "node classes")
+	spec, _ := nc.Input("spec").(map[string]any)
+	if sel, _ := spec["placementGroupSelector"].(map[string]any); sel["name"] != "team-burst-cpg" {
+		t.Errorf("EC2NodeClass placement group selector %v, want the reservation's group", spec["placementGroupSelector"])
+	}
+	for _, p := range ev.spec.Pools {
+		if p.Placement.Strategy != topology.PlacementCluster || !strings.Contains(p.Placement.Reason, "neither creates nor deletes the group") {
+			t.Errorf("pool %s placement %+v", p.Name, p.Placement)
+		}
+	}
+}

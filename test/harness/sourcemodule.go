@@ -100,14 +100,13 @@ func (m SourceModule) dirIn(root, modcache, goproxy string) (string, error) {
 	if err := os.WriteFile(filepath.Join(into, sumFile), []byte(m.Sum), 0o644); err != nil {
 		return "", err
 	}
-	if err := os.RemoveAll(dest); err != nil { // an extraction cut short, without its mark
-		return "", err
-	}
+	// Never remove what is at dest: another test binary may have just put it there and be
+	// reading it. A complete extraction is only ever renamed into place, marked.
 	if err := os.Rename(into, dest); err != nil {
 		if sum, rerr := os.ReadFile(filepath.Join(dest, sumFile)); rerr == nil && string(sum) == m.Sum {
 			return dest, nil // another process finished first
 		}
-		return "", err
+		return "", fmt.Errorf("%s@%s: %s holds something this harness did not extract; remove it and run again: %w", m.Path, m.Version, dest, err)
 	}
 	return dest, nil
 }

@@ -164,3 +164,25 @@ func TestSourceModuleProxyList(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceModuleLeavesForeignFilesAlone: a directory at the module's place that no extraction
+// marked is reported, not removed.
+func TestSourceModuleLeavesForeignFilesAlone(t *testing.T) {
+	m, zip := testModule(t)
+	s, _ := proxy(t, m, zip, http.StatusOK)
+	root := t.TempDir()
+	foreign := filepath.Join(root, m.Path+"@"+m.Version, "notes.txt")
+	if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.dirIn(root, t.TempDir(), s.URL)
+	if err == nil || !strings.Contains(err.Error(), "did not extract") {
+		t.Errorf("err = %v; want the foreign directory reported", err)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("the foreign file is gone: %v", err)
+	}
+}

@@ -23,6 +23,9 @@ Usage:
   gpucluster doctor --log FILE|DIR [--log …] [--topo FILE] [--stack NAME [--pool NAME] | --profile NAME]
                                           read an NCCL_DEBUG=INFO log ('-': stdin): transports, failure
                                           signatures, and whether they match the profile
+  gpucluster bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--results DIR]
+                                          verify the stack, run a pool's benchmark job on the live cluster,
+                                          wait for it, save its logs and judge them (bench report's verdict)
   gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N]
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -130,5 +131,37 @@ func TestValidate(t *testing.T) {
 	}
 	if out != "" {
 		t.Errorf("nothing goes to stdout for an invalid file: %q", out)
+	}
+}
+
+// TestHelpListsEveryCommand: --help names every command and every bench subcommand that exists,
+// and no command that does not.
+func TestHelpListsEveryCommand(t *testing.T) {
+	code, out, _ := runCLI("--help")
+	if code != exitOK {
+		t.Fatalf("--help exits %d", code)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  gpucluster (\w+)(?: ([a-z]+)\b)?`).FindAllStringSubmatch(out, -1) {
+		listed[strings.TrimSpace(m[1]+" "+m[2])] = true
+	}
+	want := map[string]bool{}
+	for name := range commands {
+		if name != "bench" {
+			want[name] = true
+		}
+	}
+	for _, sub := range benchSubcommands {
+		want["bench "+sub] = true
+	}
+	for name := range want {
+		if !listed[name] {
+			t.Errorf("--help does not list gpucluster %s", name)
+		}
+	}
+	for name := range listed {
+		if !want[name] {
+			t.Errorf("--help lists gpucluster %s, which is no command", name)
+		}
 	}
 }

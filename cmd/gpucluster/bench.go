@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,8 +118,15 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 			results = append(results, bench.NewResult(logFile, t, pool, against, diag))
 		}
 	}
+	// The EFA devices' own counters, when the job recorded them, say what crossed EFA.
+	var efa *bench.EFAReadings
+	if err := job.read(func(r io.Reader) (err error) { efa, err = bench.ParseEFACounters(r); return err }); err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", logFile, err)
+		return exitUnreadable
+	}
 	for _, r := range results {
 		r.Span = span
+		r.AddEFA(efa)
 	}
 	code = c.emit(results, func(w io.Writer) {
 		for i, r := range results {
@@ -251,10 +259,41 @@ func writeBench(w io.Writer, r *bench.Result, sawNCCL bool) {
 	if r.AvgBusBW != nil {
 		fmt.Fprintf(w, "avg bus bandwidth %g GB/s (depends on the sizes swept: reported, not compared)\n", *r.AvgBusBW)
 	}
+	writeEFA(w, r.EFA)
 	writeVerdict(w, r)
 	for _, ref := range r.Verdict.References {
 		fmt.Fprintf(w, "  reference: %.2f GB/s at %s on %d x %s — %s\n", ref.BusBW, topology.HumanSize(ref.Bytes), ref.Nodes, ref.InstanceType, ref.Source)
 	}
+}
+
+// writeEFA shows what each node's EFA devices counted during the run.
+func writeEFA(w io.Writer, t *bench.EFATraffic) {
+	if t == nil || len(t.Nodes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "EFA devices' own counters, during the run:\n%-44s %7s %14s %14s %10s %8s %9s %12s\n",
+		"node", "devices", "sent", "received", "retrans", "timeouts", "impaired", "unresponsive")
+	row := func(name, devices string, tx, rx uint64, ev bench.EFAEvents) {
+		fmt.Fprintf(w, "%-44s %7s %14d %14d %10s %8s %9s %12s\n", name, devices, tx, rx,
+			counted(ev.RetransPkts), counted(ev.RetransTimeouts), counted(ev.ImpairedRemoteConns), counted(ev.UnresponsiveRemotes))
+	}
+	devices := 0
+	for _, n := range t.Nodes {
+		row(n.Node, strconv.Itoa(n.Devices), n.TxBytes, n.RxBytes, n.EFAEvents)
+		devices += n.Devices
+	}
+	row("all", strconv.Itoa(devices), t.TxBytes, t.RxBytes, t.EFAEvents)
+	if t.NeededBytes > 0 {
+		fmt.Fprintf(w, "the all-reduce had to send at least %d bytes between nodes: %s\n", t.NeededBytes, t.NeededHow)
+	}
+}
+
+// counted writes a counter's change, or "-" where the driver does not keep it.
+func counted(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*n, 10)
 }
 
 func measureCols(m *bench.Measure) string {

@@ -35,6 +35,11 @@ func TestBenchReportExitCodes(t *testing.T) {
 		{"network span", []string{"--log", benchData + "g6e-ena-exponent.txt", "--pods", benchData + "span-pods.json", "--pods", benchData + "span-nodes.json"}, 0,
 			"network: 2 pods on 2 nodes under 1 layer-3 network node(s), 1 of layer 2, 1 of layer 1"},
 		{"span without nodes", []string{"--log", benchData + "g6e-ena-exponent.txt", "--pods", benchData + "span-pods.json"}, 4, "add kubectl get nodes -o json"},
+		// The EFA devices' own counters: flat ones fail the run whatever NCCL printed; the table
+		// of what each node sent is shown.
+		{"efa counters flat", []string{"--log", benchData + "efa-flat-sockets-p5.txt", "--profile", "p5-efa"}, 1, "the inter-node traffic did not cross EFA, whatever NCCL printed"},
+		{"efa counters", []string{"--log", benchData + "efa-p5-2node.txt", "--profile", "p5-efa"}, 0,
+			"ip-10-1-4-87.us-west-2.compute.internal           32  1535849520592  1535849520592          0        0         0            0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut strings.Builder

@@ -57,6 +57,10 @@ type Table struct {
 	Hosts   []string `json:"hosts,omitempty"`
 	Devices []string `json:"devices,omitempty"` // distinct GPU names from the rank lines
 	Rows    []Row    `json:"rows"`
+	// Iters and AggIters are the timed iterations per size and the collectives each aggregates
+	// (the header's "iters: N agg iters: M"); 0 when the log does not say.
+	Iters    int `json:"iters,omitempty"`
+	AggIters int `json:"aggIters,omitempty"`
 	// Assumed says which nccl-tests row shape was read when the log holds no column header ("" when
 	// it holds one).
 	Assumed string `json:"assumedColumns,omitempty"`
@@ -283,6 +287,9 @@ var (
 	rankLine = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$`)
 	// The header's threads and GPUs per process (-t, -g): "# nThread 1 nGpus 8 minBytes …".
 	threadsRe = regexp.MustCompile(`nThread:?\s+(\d+)\s+nGpus:?\s+(\d+)`)
+	// The same header line's iteration counts: "warmup iters: 5 iters: 100 agg iters: 1" (agg
+	// since nccl-tests 2.10; 1 without it).
+	itersRe = regexp.MustCompile(`warmup iters:\s*\d+\s+iters:\s*(\d+)(?:\s+agg iters:\s*(\d+))?`)
 	// A launcher's process count: "mpirun -np 16 …", "srun -n 16", "--ntasks=16".
 	procsRe = regexp.MustCompile(`(?:mpirun|mpiexec|srun)\b.*?\s(?:-np|-n|--np|--ntasks)[\s=](\d+)`)
 	// The test's own -g and -t after its binary, for a log whose header line was lost.
@@ -445,6 +452,13 @@ func headerFact(next, cur *Table, line string) error {
 	} else if m := find(threadsRe, "nGpus"); m != nil {
 		next.threads, _ = strconv.Atoi(m[1])
 		next.gpus, _ = strconv.Atoi(m[2])
+		if m := find(itersRe, "iters:"); m != nil {
+			next.Iters, _ = strconv.Atoi(m[1])
+			next.AggIters = 1
+			if m[2] != "" {
+				next.AggIters, _ = strconv.Atoi(m[2])
+			}
+		}
 	} else if cur == nil {
 		return nil // a footer with no table before it
 	} else if m := find(oobRe, "Out of bounds values"); m != nil {

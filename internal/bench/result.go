@@ -32,8 +32,10 @@ type Result struct {
 	// Training is set for a training log instead of an nccl-tests table.
 	Training *Training `json:"training,omitempty"`
 	// Span is where the run's pods ran in the network, when their pods and nodes were given.
-	Span    *Span   `json:"span,omitempty"`
-	Verdict Verdict `json:"verdict"`
+	Span *Span `json:"span,omitempty"`
+	// EFA is what the EFA devices' own counters say the run carried, when its log records them.
+	EFA     *EFATraffic `json:"efa,omitempty"`
+	Verdict Verdict     `json:"verdict"`
 }
 
 // SizeBW is the out-of-place bus bandwidth at one message size.

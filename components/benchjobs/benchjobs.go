@@ -119,6 +119,9 @@ func NCCLTest(stack topology.StackSpec, pool topology.PoolSpec) any {
 	worker := podtemplate.For(pool, j.Image, labels)
 	worker.Spec.Containers[0].Name = "worker" // the operator runs sshd in it
 	worker.Spec.Containers[0].Env = nil       // ranks get theirs from mpirun -x
+	if j.EFACounters {
+		exchangeWithReader(&worker.Spec)
+	}
 	annotate(&worker, b)
 	return mpiJob{
 		APIVersion: MPIJobAPIVersion, Kind: "MPIJob",
@@ -142,6 +145,9 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 	var env []corev1.EnvVar
 	for _, e := range j.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	if j.EFACounters { // what the launcher pipes to each worker before and after mpirun
+		env = append(env, corev1.EnvVar{Name: topology.EFACountersRequestEnv, Value: topology.EFACountersRequestScript()})
 	}
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(topology.LauncherCPU), corev1.ResourceMemory: resource.MustParse(topology.LauncherMemory)}
 	return corev1.PodTemplateSpec{
@@ -175,6 +181,16 @@ for host in $(cut -d' ' -f1 "$hostfile"); do
   done
 done
 exec "$@"`
+
+// exchangeWithReader mounts the host directory where a worker asks the node's EFA counters
+// reader for a reading and finds its answer (topology.EFACountersDir).
+func exchangeWithReader(spec *corev1.PodSpec) {
+	create := corev1.HostPathDirectoryOrCreate
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "efa-counters",
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: topology.EFACountersDir, Type: &create}}})
+	c := &spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "efa-counters", MountPath: topology.EFACountersDir})
+}
 
 // launcherSecurity is all the launcher's mpirun and ssh client need: no capability, no privilege
 // escalation, the runtime's default seccomp profile. It stays root, as the image's user: the MPI

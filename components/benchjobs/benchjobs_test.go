@@ -1,11 +1,14 @@
 package benchjobs
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,8 +71,23 @@ func TestP5AllReduceIsShapedToSchedule(t *testing.T) {
 	if r := c["resources"]; !reflect.DeepEqual(r, map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "1Gi"}, "limits": map[string]any{"memory": "1Gi"}}) {
 		t.Errorf("the launcher asks for %v, want 500m CPU and 1Gi (the system flavor's quota) and no GPU", r)
 	}
-	if cmd := strings.Join(toStrings(c["args"]), " "); !strings.HasPrefix(cmd, "mpirun ") || !strings.Contains(cmd, "-np 16 -N 8 ") || at("spec", "slotsPerWorker") != float64(8) {
+	// mpirun between two readings of the EFA counters, which the launcher's environment carries.
+	args := toStrings(c["args"])
+	if len(args) < 5 || !reflect.DeepEqual(args[:4], []string{"bash", "-c", topology.EFACountersLauncherScript(), "record-efa-counters"}) {
+		t.Fatalf("the launcher runs %q, want mpirun between two readings of the EFA counters", args)
+	}
+	if cmd := strings.Join(args[4:], " "); !strings.HasPrefix(cmd, "mpirun ") || !strings.Contains(cmd, "-np 16 -N 8 ") || at("spec", "slotsPerWorker") != float64(8) {
 		t.Errorf("mpirun %q with %v slots per worker, want 16 ranks, 8 a node", cmd, at("spec", "slotsPerWorker"))
+	}
+	if !slices.ContainsFunc(c["env"].([]any), func(e any) bool {
+		m := e.(map[string]any)
+		return m["name"] == topology.EFACountersRequestEnv && m["value"] == topology.EFACountersRequestScript()
+	}) {
+		t.Errorf("the launcher's environment has no %s: %v", topology.EFACountersRequestEnv, c["env"])
+	}
+	wantVolume := map[string]any{"name": "efa-counters", "hostPath": map[string]any{"path": topology.EFACountersDir, "type": "DirectoryOrCreate"}}
+	if v := at(append(podSpec, "volumes")...); !slices.ContainsFunc(v.([]any), func(x any) bool { return reflect.DeepEqual(x, wantVolume) }) {
+		t.Errorf("workers mount %v, want the counters exchange %v", v, wantVolume)
 	}
 	if cmd := toStrings(c["command"]); !reflect.DeepEqual(cmd, []string{"bash", "-c", WaitForWorkers, "wait-for-workers"}) {
 		t.Errorf("the launcher runs %q before mpirun, want the wait for its workers", cmd)
@@ -108,6 +126,55 @@ case "$*" in *worker-1*) n=$(cat "$0.w1" 2>/dev/null || echo 0); echo $((n+1)) >
 		strings.Count(string(calls), "job-worker-1") != 3 {
 		t.Errorf("ssh was run as:\n%s", calls)
 	}
+}
+
+// TestLauncherRecordsEFACounters runs the launcher's wrapper as the pod runs it, with ssh
+// standing in for the workers (it runs the piped request on this machine, as sh on a worker
+// would) and the real reader loop answering from a sysfs tree of our own: the log gets every
+// worker's reading before mpirun's output and after it, and the run's exit code is mpirun's.
+func TestLauncherRecordsEFACounters(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		f := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	hostfile := write("hostfile", "job-worker-0.job.default.svc slots=8\njob-worker-1.job.default.svc slots=8\n", 0o644)
+	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/tx_bytes", "100\n", 0o644)
+	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/rx_bytes", "200\n", 0o644)
+	exchange := filepath.Join(dir, "exchange")
+	os.Mkdir(exchange, 0o755)
+	// ssh [options] HOST sh -s -- PHASE: run what comes after the host here.
+	write("bin/ssh", "#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != sh ]; do shift; done\nexec \"$@\"\n", 0o755)
+	write("bin/mpirun", "#!/bin/sh\necho \"all_reduce_perf ran\"; exit 3\n", 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reader := exec.CommandContext(ctx, "bash", "-c", topology.EFACountersReaderScript())
+	reader.Env = append(os.Environ(), "DIR="+exchange, "SYS="+filepath.Join(dir, "sys"), "NODE_NAME=node-a")
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Wait()
+	cmd := exec.Command("bash", "-c", topology.EFACountersLauncherScript(), "record-efa-counters", "mpirun", "-np", "16")
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "OMPI_MCA_orte_default_hostfile="+hostfile,
+		"DIR="+exchange, topology.EFACountersRequestEnv+"="+topology.EFACountersRequestScript())
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("exit %v, want mpirun's 3", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	before := topology.EFACounterLine(topology.EFAPhaseBefore, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	after := topology.EFACounterLine(topology.EFAPhaseAfter, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	if !reflect.DeepEqual(lines, []string{before, before, "all_reduce_perf ran", after, after}) {
+		t.Errorf("the launcher's log:\n%s", out)
+	}
+	cancel()
 }
 
 func toStrings(v any) []string {

@@ -40,11 +40,9 @@ const (
 	CUDASampleBinary = "/cuda-samples/vectorAdd"
 )
 
-// GateImage runs the gate's decision: bash and curl without installing anything (the AL2023
-// container image ships curl-minimal and bash: AL2023 user guide "curl-minimal" page, and the
-// image's package list in docker-library/repo-info), from ECR Public, which EKS nodes reach
-// without Docker Hub's pull limits.
-const GateImage = "public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4"
+// GateImage runs the gate's decision: bash and curl without installing anything
+// (topology.AL2023Image).
+const GateImage = topology.AL2023Image
 
 // EFACheckImage is the image the EFA check runs fi_info in: the default training image, which
 // carries libfabric with the EFA provider as the jobs use it. The EKS AL2023 NVIDIA image installs

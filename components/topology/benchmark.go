@@ -61,6 +61,9 @@ type NCCLTestJob struct {
 	// Retries are the launcher's: mpirun's first ssh to a worker whose sshd has just started can
 	// be refused.
 	Retries int `json:"retries"`
+	// EFACounters: the launcher records every node's EFA counters right before and right after
+	// mpirun (EFACountersRequestScript), which bench report holds the run to.
+	EFACounters bool `json:"efaCounters"`
 }
 
 // TrainingJob is torchrun across the pool as a Kubeflow Trainer TrainJob: one Trainer "node"
@@ -164,8 +167,12 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 		Name: p.Name + "-nccl-allreduce", Image: image, Workers: workers, SlotsPerWorker: pod.GPUsPerPod,
 		Processes: workers * pod.GPUsPerPod, MaxBytes: maxBytes, Iterations: iters, SizeReason: why,
 		Env: pod.Env, DeadlineSeconds: ncclDeadlineSeconds, KeepFinishedSeconds: keepFinishedSeconds, Retries: launcherRetries,
+		EFACounters: p.Network.EFAInterfaces > 0,
 	}
 	b.NCCL.Command = mpirunCommand(b.NCCL)
+	if b.NCCL.EFACounters {
+		b.NCCL.Command = append([]string{"bash", "-c", EFACountersLauncherScript(), "record-efa-counters"}, b.NCCL.Command...)
+	}
 	if nodes < 2 {
 		b.Notes = append(b.Notes, fmt.Sprintf("the pool runs %d node(s): all-reduce measures only the GPUs inside one node, not the network between nodes", nodes))
 	}

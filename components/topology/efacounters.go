@@ -58,3 +58,82 @@ func EFACounterLine(phase, node, device string, values map[string]uint64) string
 	}
 	return b.String()
 }
+
+// How a benchmark job gets its nodes' counters. A reader DaemonSet runs on the EFA nodes of a
+// benchmark stack with the host's network and a read-only view of the host's /sys (where the
+// counters exist) and answers requests a job's worker leaves in a directory both mount from the
+// host, under /run (a tmpfs: nothing outlives a reboot). The launcher asks every worker, over the
+// ssh it already uses, right before mpirun and right after it, and the answers land in its log,
+// where bench report reads them. Nothing polls the devices during the run: the reader only
+// lists the directory, five times a second.
+const (
+	// EFACountersReader is the reader DaemonSet's name and its pods' app.kubernetes.io/name.
+	EFACountersReader = "gpucluster-efa-counters"
+	// EFACountersDir is the host directory of requests and answers, mounted at the same path in
+	// the reader and in the benchmark workers.
+	EFACountersDir = "/run/gpucluster/efa-counters"
+	// EFACountersHostSys is where the reader mounts the host's /sys.
+	EFACountersHostSys = "/host/sys"
+	// efaCountersWaitTenths bounds a request's wait for its answer, in tenths of a second.
+	efaCountersWaitTenths = 100
+)
+
+// ReadsEFACounters says whether the pool's nodes run the counters reader: EFA pools with a
+// benchmark job that asks it.
+func (p PoolSpec) ReadsEFACounters() bool { return p.Benchmark != nil && p.Benchmark.NCCL.EFACounters }
+
+// EFACountersReaderScript is the reader's loop (bash): for each request file it writes every
+// device's port counters as block lines (EFACounterLine's format) into an answer file, renamed
+// into place whole. DIR and SYS default to the mounted paths; a test points them elsewhere.
+func EFACountersReaderScript() string {
+	return fmt.Sprintf(`dir=${DIR:-%s}; sys=${SYS:-%s}
+while :; do
+  for req in "$dir"/*.request; do
+    [ -e "$req" ] || continue
+    id=${req%%.request}; phase=$(cat "$req"); rm -f "$req"
+    case $phase in %s|%s) ;; *) continue ;; esac
+    for dev in "$sys"/class/infiniband/*; do
+      counters=$dev/ports/1/hw_counters
+      [ -d "$counters" ] || continue
+      line="%s phase=$phase node=$NODE_NAME device=${dev##*/}"
+      for name in %s; do
+        [ -r "$counters/$name" ] && line="$line $name=$(cat "$counters/$name")"
+      done
+      echo "$line"
+    done > "$id.part" && mv "$id.part" "$id.answer"
+  done
+  sleep 0.2
+done`, EFACountersDir, EFACountersHostSys, EFAPhaseBefore, EFAPhaseAfter, EFACounterMarker, strings.Join(EFACounterNames, " "))
+}
+
+// EFACountersRequestScript is what the launcher runs on a worker over ssh (sh, the phase as $1):
+// it leaves a request, waits for the answer and prints it. Without a reader it says so on
+// stderr after ten seconds and prints no reading: the report then has none to judge by.
+func EFACountersRequestScript() string {
+	return fmt.Sprintf(`dir=${DIR:-%s}; id=$dir/$(hostname)-$1-$$
+echo "$1" > "$id.part" && mv "$id.part" "$id.request"
+i=0
+while [ ! -e "$id.answer" ] && [ $i -lt %d ]; do sleep 0.1; i=$((i+1)); done
+if [ -e "$id.answer" ]; then cat "$id.answer"; rm -f "$id.answer"
+else rm -f "$id.request"; echo "gpucluster: no EFA counters reader answered on $(hostname)" >&2; fi`, EFACountersDir, efaCountersWaitTenths)
+}
+
+// EFACountersRequestEnv carries EFACountersRequestScript in the launcher's environment, from
+// where the launcher pipes it to each worker's sh over ssh: no file is written on either side.
+const EFACountersRequestEnv = "GPUCLUSTER_EFA_COUNTERS_REQUEST"
+
+// EFACountersLauncherScript runs the measured command (its arguments) between two readings of
+// every worker's counters (bash). The workers are asked one after another, as the operator's
+// hostfile lists them, so their answers do not interleave in the log; the run's exit code is the
+// command's.
+func EFACountersLauncherScript() string {
+	return fmt.Sprintf(`read_counters() {
+  for host in $(cut -d' ' -f1 "${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}"); do
+    printf '%%s\n' "$%s" | ssh -o BatchMode=yes -o ConnectTimeout=5 ${OMPI_MCA_plm_rsh_args:-} "$host" sh -s -- "$1"
+  done
+}
+read_counters %s
+"$@"; rc=$?
+read_counters %s
+exit $rc`, EFACountersRequestEnv, EFAPhaseBefore, EFAPhaseAfter)
+}

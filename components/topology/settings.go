@@ -190,6 +190,13 @@ const FabricManagerStatusFile = "/run/gpucluster/fabricmanager/status"
 // ships. The training pod template carries it until a stack names its own.
 const DefaultTrainingImage = "public.ecr.aws/hpc-cloud/nccl-tests:cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
 
+// AL2023Image is the small image gpucluster's node-side scripts run in (the health gate's
+// decision, the EFA counters reader): bash, coreutils and curl without installing anything (the
+// AL2023 container image ships curl-minimal and bash: AL2023 user guide "curl-minimal" page, and
+// the image's package list in docker-library/repo-info), from ECR Public, which EKS nodes reach
+// without Docker Hub's pull limits; pinned to a dated tag.
+const AL2023Image = "public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4"
+
 // UnconfirmedTrainingImage is the EFA installer 1.50 stack's tag (CUDA 13.1.2, EFA installer
 // 1.50.0 with aws-ofi-nccl 1.21.1 and libfabric 2.6, NCCL 2.31.2-1, nccl-tests 2.20.0, the same
 // NVCC_GENCODE: awslabs/awsome-distributed-training #1255, micro-benchmarks/nccl-tests/

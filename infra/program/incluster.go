@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/deviceplugin"
 	"github.com/gpucluster/gpucluster/components/dradriver"
+	"github.com/gpucluster/gpucluster/components/efacounters"
 	"github.com/gpucluster/gpucluster/components/fabricmanager"
 	"github.com/gpucluster/gpucluster/components/healthgate"
 	"github.com/gpucluster/gpucluster/components/k8sargs"
@@ -20,6 +21,7 @@ import (
 type InCluster struct {
 	Provider       *kubernetes.Provider
 	NVIDIA, EFA    *deviceplugin.Plugin
+	EFACounters    *efacounters.Reader
 	FabricManager  *fabricmanager.FabricManager
 	HealthGate     *healthgate.HealthGate
 	DRADriver      *dradriver.Driver     // nil without a pool whose NVLink domain spans instances
@@ -51,6 +53,10 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		return nil, err
 	}
 	if in.EFA, err = deviceplugin.NewEFA(ctx, spec.Cluster.Name+"-efa-device-plugin", args, k8s); err != nil {
+		return nil, err
+	}
+	in.EFACounters, err = efacounters.New(ctx, spec.Cluster.Name+"-efa-counters", efacounters.Args{Pools: spec.Pools, Labels: spec.Labels()}, k8s)
+	if err != nil {
 		return nil, err
 	}
 	in.FabricManager, err = fabricmanager.New(ctx, spec.Cluster.Name+"-fabricmanager",

@@ -200,6 +200,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if len(p.HealthGate.Checks) > 0 {
 				want[healthgate.DaemonSetName(p.Name)] = []string{p.Name}
 			}
+			if p.ReadsEFACounters() {
+				want[topology.EFACountersReader] = append(want[topology.EFACountersReader], p.Name)
+			}
 		}
 		for name, pools := range want {
 			ds, ok := daemonSets[name]
@@ -218,13 +221,21 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if !tolerates(pod["tolerations"], topology.Taint{Key: "nvidia.com/gpu", Value: "true", Effect: "NoSchedule"}) {
 				t.Errorf("%s: %s does not tolerate the GPU taint", filepath.Base(file), name)
 			}
-			// Only the EFA plugin (as its upstream chart) shares the node's network: the gate asks
-			// the driver, not fabric manager's port on the host's loopback.
-			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin") {
+			// Only the EFA plugin (as its upstream chart) and the EFA counters reader (the counters
+			// exist only in the host's namespace) share the node's network: the gate asks the
+			// driver, not fabric manager's port on the host's loopback.
+			if (pod["hostNetwork"] == true) != (name == "aws-efa-k8s-device-plugin" || name == topology.EFACountersReader) {
 				t.Errorf("%s: %s hostNetwork %v", filepath.Base(file), name, pod["hostNetwork"])
 			}
 			if name == "aws-efa-k8s-device-plugin" {
 				checkEFAPluginIsUpstreams(t, filepath.Base(file), ev.spec.Region, pod)
+			}
+			if name == topology.EFACountersReader { // the host's /sys read-only, no capability
+				csc, _ := pod["containers"].([]any)[0].(map[string]any)["securityContext"].(map[string]any)
+				if vols := str(pod["containers"].([]any)[0].(map[string]any)["volumeMounts"]); !strings.Contains(vols, "mountPath:"+topology.EFACountersHostSys+" name:host-sys readOnly:true") ||
+					csc["readOnlyRootFilesystem"] != true || csc["allowPrivilegeEscalation"] != false || str(csc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) {
+					t.Errorf("%s: %s mounts %s, security %v", filepath.Base(file), name, vols, csc)
+				}
 			}
 			if name == "nvidia-device-plugin" { // hardened as far as it works
 				sc, _ := pod["securityContext"].(map[string]any)

@@ -320,7 +320,8 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		"- `mpi-operator` in namespace `mpi-operator`: leases: *; events: create, patch",
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
 		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (gpucluster-health-gate-gpu)",
-		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (gpucluster-health-gate-gpu)",
+		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (gpucluster-efa-counters, gpucluster-health-gate-gpu)",
+		"- DaemonSet `gpucluster-efa-counters`: hostNetwork; host path /sys; host path /run/gpucluster/efa-counters",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.15.2",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
 		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` (nvidia-device-plugin)")

@@ -106,6 +106,10 @@ while :; do
 done`, EFACountersDir, EFACountersHostSys, EFAPhaseBefore, EFAPhaseAfter, EFACounterMarker, strings.Join(EFACounterNames, " "))
 }
 
+// EFACountersNoReader starts the line a worker prints (on stderr, which the launcher's log
+// carries too) when no reader answered it; the worker's host name follows.
+const EFACountersNoReader = "gpucluster: no EFA counters reader answered on "
+
 // EFACountersRequestScript is what the launcher runs on a worker over ssh (sh, the phase as $1):
 // it leaves a request, waits for the answer and prints it. Without a reader it says so on
 // stderr after ten seconds and prints no reading: the report then has none to judge by.
@@ -115,7 +119,7 @@ echo "$1" > "$id.part" && mv "$id.part" "$id.request"
 i=0
 while [ ! -e "$id.answer" ] && [ $i -lt %d ]; do sleep 0.1; i=$((i+1)); done
 if [ -e "$id.answer" ]; then cat "$id.answer"; rm -f "$id.answer"
-else rm -f "$id.request"; echo "gpucluster: no EFA counters reader answered on $(hostname)" >&2; fi`, EFACountersDir, efaCountersWaitTenths)
+else rm -f "$id.request"; echo "%s$(hostname)" >&2; fi`, EFACountersDir, efaCountersWaitTenths, EFACountersNoReader)
 }
 
 // EFACountersRequestEnv carries EFACountersRequestScript in the launcher's environment, from

@@ -15,8 +15,10 @@ import (
 // per device, the reading before the measured run and the one after it.
 type EFAReadings struct {
 	nodes map[string]map[string]*[2]map[string]uint64 // node → device → [before, after]
-	// Unread are marker lines that could not be read, with why.
-	Unread []string
+	// Unread are marker lines that could not be read, with why; NoReader the workers that said no
+	// reader answered them (topology.EFACountersNoReader).
+	Unread   []string
+	NoReader []string
 }
 
 // ParseEFACounters reads the counter blocks of a log, whatever prefix a launcher put before
@@ -30,11 +32,16 @@ func ParseEFACounters(r io.Reader) (*EFAReadings, error) {
 		n++
 		line := sc.Text()
 		i := strings.Index(line, topology.EFACounterMarker+" ")
-		if i < 0 {
+		j := strings.Index(line, topology.EFACountersNoReader)
+		if i < 0 && j < 0 {
 			continue
 		}
 		if e == nil {
 			e = &EFAReadings{nodes: map[string]map[string]*[2]map[string]uint64{}}
+		}
+		if i < 0 {
+			e.NoReader = appendNew(e.NoReader, strings.TrimSpace(line[j+len(topology.EFACountersNoReader):]))
+			continue
 		}
 		if err := e.add(line[i+len(topology.EFACounterMarker):]); err != nil {
 			e.Unread = append(e.Unread, fmt.Sprintf("line %d: %v", n, err))
@@ -126,6 +133,9 @@ type EFANode struct {
 // both readings, or whose counter went backwards (a driver reload), is left out and named.
 func (e *EFAReadings) Traffic() *EFATraffic {
 	t := &EFATraffic{Nodes: []EFANode{}, Problems: append([]string{}, e.Unread...)}
+	for _, host := range e.NoReader {
+		t.Problems = append(t.Problems, fmt.Sprintf("no reader answered worker %s: its node's counters are missing", host))
+	}
 	for _, node := range sortedKeys(e.nodes) {
 		n := EFANode{Node: node}
 		for _, device := range sortedKeys(e.nodes[node]) {

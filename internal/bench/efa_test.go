@@ -125,6 +125,19 @@ func TestEFAReadingsThatCannotBeUsed(t *testing.T) {
 	if reasonWith(r, `phase "during" is neither before nor after`) == "" || reasonWith(r, "no node has a reading before and after") == "" {
 		t.Errorf("unreadable: %q", r.Verdict.Reasons)
 	}
+	// A worker no reader answered: its node's readings are missing, whatever the others say.
+	r = judge(counterLog([4]any{"before", "a", tx(1)}, [4]any{"after", "a", tx(4_000_000_000)})+
+		"2026-12-01T10:00:01Z "+topology.EFACountersNoReader+"job-worker-1\n", 2)
+	if reasonWith(r, "no reader answered worker job-worker-1") == "" || reasonWith(r, "workers job-worker-1 got no reading: not judged") == "" {
+		t.Errorf("no reader: %q", r.Verdict.Reasons)
+	}
+	// The pods' nodes, when given, are the run's: two nodes given, one read.
+	e, _ := ParseEFACounters(strings.NewReader(counterLog([4]any{"before", "a", tx(1)}, [4]any{"after", "a", tx(4_000_000_000)})))
+	spanned := &Result{Table: two, Span: &Span{Pods: 16, Nodes: 2}, Verdict: Verdict{Status: Pass}}
+	spanned.AddEFA(e)
+	if reasonWith(spanned, "readings from 1 of the run's 2 nodes (a): not judged") == "" {
+		t.Errorf("span: %q", spanned.Verdict.Reasons)
+	}
 	if e, _ := ParseEFACounters(strings.NewReader("no counters here\n")); e != nil {
 		t.Errorf("a log without blocks gives readings %+v", e)
 	}

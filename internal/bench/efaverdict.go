@@ -36,12 +36,20 @@ func (r *Result) AddEFA(e *EFAReadings) {
 		say("no node has a reading before and after the run: not judged")
 		return
 	}
-	nodes := max(r.Nodes, len(t.Nodes))
+	// The run's nodes: the pods' nodes when they were given (a log's hosts are its pods, several
+	// to a node in the pod-per-GPU layout), else every node a reading names, once every worker's
+	// reader answered.
+	nodes := len(e.nodes)
+	if r.Span != nil {
+		nodes = max(nodes, r.Span.Nodes)
+	}
 	switch {
-	case nodes < 2:
-		say("one node: no traffic had to cross EFA (its devices sent %s)", bytesText(t.TxBytes))
+	case len(e.NoReader) > 0:
+		say("workers %s got no reading: not judged", strings.Join(e.NoReader, ", "))
 	case len(t.Nodes) < nodes:
 		say("readings from %d of the run's %d nodes (%s): not judged", len(t.Nodes), nodes, nodeNames(t.Nodes))
+	case nodes < 2:
+		say("one node: no traffic had to cross EFA (its devices sent %s)", bytesText(t.TxBytes))
 	default:
 		t.NeededBytes, t.NeededHow = r.neededEFABytes(nodes)
 		r.judgeEFA(t, nodes, say, fail)

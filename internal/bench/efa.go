@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -136,9 +135,9 @@ func (e *EFAReadings) Traffic() *EFATraffic {
 	for _, host := range e.NoReader {
 		t.Problems = append(t.Problems, fmt.Sprintf("no reader answered worker %s: its node's counters are missing", host))
 	}
-	for _, node := range sortedKeys(e.nodes) {
+	for _, node := range topology.SortedKeys(e.nodes) {
 		n := EFANode{Node: node}
-		for _, device := range sortedKeys(e.nodes[node]) {
+		for _, device := range topology.SortedKeys(e.nodes[node]) {
 			r := e.nodes[node][device]
 			if r[0] == nil || r[1] == nil {
 				t.Problems = append(t.Problems, fmt.Sprintf("node %s device %s has no reading %s the run", node, device,
@@ -167,7 +166,7 @@ func (e *EFAReadings) Traffic() *EFATraffic {
 
 func deltas(before, after map[string]uint64) (map[string]uint64, error) {
 	d := map[string]uint64{}
-	for _, name := range sortedKeys(after) { // in order: the same counter is named every time
+	for _, name := range topology.SortedKeys(after) { // in order: the same counter is named every time
 		a := after[name]
 		b, ok := before[name]
 		if !ok {
@@ -204,13 +203,4 @@ func sum(p *uint64, v uint64) *uint64 {
 		v += *p
 	}
 	return &v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -33,6 +33,9 @@ func agents(p topology.PoolSpec) []agent {
 	if len(p.HealthGate.Checks) > 0 {
 		out = append(out, agent{name: healthgate.GateName, liftsTaint: true, without: "nothing checks the node or lifts its health taint"})
 	}
+	if p.ReadsEFACounters() {
+		out = append(out, agent{name: topology.EFACountersReader, without: "nobody answers the benchmark's requests for the node's EFA counters: bench report cannot say whether the run crossed EFA"})
+	}
 	return out
 }
 
@@ -47,5 +50,5 @@ func PoolAgents(p topology.PoolSpec) []string {
 
 // AgentNames are every node agent verify looks for.
 func AgentNames() []string {
-	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName}
+	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName, topology.EFACountersReader}
 }

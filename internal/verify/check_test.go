@@ -172,6 +172,12 @@ func TestEachFaultIsNamed(t *testing.T) {
 				return p.Spec.NodeName == nodeOf(c, "gpu").Metadata.Name && p.Metadata.Labels["app.kubernetes.io/name"] == "aws-efa-k8s-device-plugin"
 			})
 		}, []string{CodeAgentMissing}, true},
+		// p5-efa runs benchmarks: without its reader the job's EFA counters go unread.
+		{"no EFA counters reader", "p5-efa", func(c *Cluster) {
+			c.Pods = slices.DeleteFunc(c.Pods, func(p Pod) bool {
+				return p.Spec.NodeName == nodeOf(c, "gpu").Metadata.Name && p.Metadata.Labels["app.kubernetes.io/name"] == topology.EFACountersReader
+			})
+		}, []string{CodeAgentMissing}, true},
 		{"a device-plugin pod terminating", "p5-efa", func(c *Cluster) { // still Ready, but going: the node is about to lose it
 			gone := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 			for i := range c.Pods {

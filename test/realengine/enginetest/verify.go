@@ -189,6 +189,12 @@ func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
 	}
 
 	first := nodes[0]
+	// The EFA label selects the EFA device plugin and, in a benchmark stack, the EFA counters
+	// reader: both go with it.
+	efaAgentsGone := []string{verify.CodeLabel + "@" + first.name, verify.CodeAgentMissing + "@" + first.name}
+	if poolSpec(spec, first.pool).ReadsEFACounters() {
+		efaAgentsGone = append(efaAgentsGone, verify.CodeAgentMissing+"@"+first.name)
+	}
 	faults := []struct {
 		what   string
 		status bool // the fault is in the node's status
@@ -206,7 +212,7 @@ func (d *Deployment) checkVerify(ctx context.Context, nodes []joinedNode) {
 		}, []string{verify.CodeInstanceType + "@" + first.name}},
 		{"a node without its EFA label, so without its EFA device plugin pod", false, func(node map[string]any) {
 			delete(asMap(asMap(node["metadata"])["labels"]), topology.LabelEFA)
-		}, []string{verify.CodeLabel + "@" + first.name, verify.CodeAgentMissing + "@" + first.name}},
+		}, efaAgentsGone},
 		{"a node that failed its health gate", false, func(node map[string]any) {
 			asMap(asMap(node["metadata"])["labels"])[topology.LabelHealthFailed] = topology.HealthCheckEFA
 			h := topology.HealthTaint

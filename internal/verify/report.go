@@ -73,7 +73,7 @@ var Codes = []struct{ Code, Severity, Means string }{
 	{CodeGPUAllocatable, topology.SeverityError, "a node's allocatable nvidia.com/gpu differs from the instance's GPU count"},
 	{CodeEFAAllocatable, topology.SeverityError, "a node's allocatable vpc.amazonaws.com/efa differs from the pool's EFA interfaces"},
 	{CodeTrainingPodsUnfit, topology.SeverityError, "a node's allocatable CPU or memory is less than its pool's training pods request (the plan assumes EKS's own reservations): no job of the pool ever starts there"},
-	{CodeAgentMissing, topology.SeverityError, "a node runs no pod of an agent its pool deploys (device plugins, fabric manager, the health gate)"},
+	{CodeAgentMissing, topology.SeverityError, "a node runs no pod of an agent its pool deploys (device plugins, fabric manager, the health gate, the EFA counters reader)"},
 	{CodeAgentNotReady, topology.SeverityError, "a node's agent pod is not Ready"},
 	{CodeNetworkNodeLabels, topology.SeverityError, "a node lacks the EKS network-node labels its pool's Kueue queue places jobs by"},
 	{CodeNodePoolNotReady, topology.SeverityError, "a Karpenter pool's NodePool is missing or not Ready"},

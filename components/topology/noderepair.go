@@ -11,7 +11,7 @@ import (
 // the node monitoring agent reports failing for 10 minutes (its AcceleratedHardwareReady
 // condition: GPU XIDs, a missing GPU, fabric-manager failure) or that is NotReady for 30 (EKS UG
 // "node-repair", the default repair actions). On a Karpenter pool Karpenter does, by its own
-// policies (karpenterRepair). The node monitoring agent add-on, which sets those conditions, is
+// policies (karpenterKnownXIDRepairMinutes and the times beside it). The node monitoring agent add-on, which sets those conditions, is
 // installed wherever a pool has it on.
 type NodeRepairSpec struct {
 	Enabled bool   `json:"enabled"`

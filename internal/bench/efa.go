@@ -180,9 +180,15 @@ func deltas(before, after map[string]uint64) (map[string]uint64, error) {
 	return d, nil
 }
 
+// counters are the events' fields by the counter each comes from: the one list add, addEvents
+// and the verdict's warnings read.
+func (ev *EFAEvents) counters() map[string]**uint64 {
+	return map[string]**uint64{topology.EFARetransPkts: &ev.RetransPkts, topology.EFARetransTimeouts: &ev.RetransTimeouts,
+		topology.EFAUnresponsiveRemotes: &ev.UnresponsiveRemotes, topology.EFAImpairedRemoteConns: &ev.ImpairedRemoteConns}
+}
+
 func (ev *EFAEvents) add(d map[string]uint64) {
-	for name, p := range map[string]**uint64{topology.EFARetransPkts: &ev.RetransPkts, topology.EFARetransTimeouts: &ev.RetransTimeouts,
-		topology.EFAUnresponsiveRemotes: &ev.UnresponsiveRemotes, topology.EFAImpairedRemoteConns: &ev.ImpairedRemoteConns} {
+	for name, p := range ev.counters() {
 		if v, ok := d[name]; ok {
 			*p = sum(*p, v)
 		}
@@ -190,10 +196,10 @@ func (ev *EFAEvents) add(d map[string]uint64) {
 }
 
 func (ev *EFAEvents) addEvents(o EFAEvents) {
-	for _, p := range []struct{ to, from **uint64 }{{&ev.RetransPkts, &o.RetransPkts}, {&ev.RetransTimeouts, &o.RetransTimeouts},
-		{&ev.UnresponsiveRemotes, &o.UnresponsiveRemotes}, {&ev.ImpairedRemoteConns, &o.ImpairedRemoteConns}} {
-		if *p.from != nil {
-			*p.to = sum(*p.to, **p.from)
+	from := o.counters()
+	for name, p := range ev.counters() {
+		if *from[name] != nil {
+			*p = sum(*p, **from[name])
 		}
 	}
 }

@@ -33,11 +33,6 @@ func fakeSys(t *testing.T, devices map[string]map[string]string) string {
 // runs them (bash and sh), on a sysfs tree of our own, and reads their answers as bench report
 // does: the readings of both phases, every counter the driver has, none it lacks.
 func TestEFACounterScriptsRoundTrip(t *testing.T) {
-	for _, shell := range []string{"bash", "sh"} {
-		if _, err := exec.LookPath(shell); err != nil {
-			t.Skipf("no %s here", shell)
-		}
-	}
 	dir := t.TempDir()
 	counters := map[string]string{"tx_bytes": "1000", "rx_bytes": "2000", "retrans_pkts": "3", "retrans_timeout_events": "0",
 		"unresponsive_remote_events": "0", "impaired_remote_conn_events": "0", "rdma_write_bytes": "77"}

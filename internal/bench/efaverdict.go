@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // efaShare: a run whose EFA devices sent less than this share of what its timed iterations had
@@ -12,7 +14,7 @@ import (
 const efaShare = 0.1
 
 // efaFloorPerNode: with no need to compare against (a training run, another test), a multi-node
-// run whose nodes' EFA devices sent less than this each crossed nothing over EFA.
+// run whose nodes' EFA devices sent less than this (1 MiB) each crossed nothing over EFA.
 const efaFloorPerNode = 1 << 20
 
 // AddEFA adds what the EFA devices counted to the result and its verdict: a run whose
@@ -123,16 +125,13 @@ func (r *Result) efaEvents(t *EFATraffic, say func(string, ...any)) {
 		say("retransmits, timeouts and impaired connections not counted: the nodes' EFA driver keeps no network counters (Linux 6.17, EFA driver 2.17 and later on Nitro v4)")
 		return
 	}
-	for _, c := range []struct {
-		n    *uint64
-		what string
-	}{
-		{t.RetransTimeouts, "retransmit timeout(s) (SRD timed out and moved packets to another path)"},
-		{t.ImpairedRemoteConns, "impaired connection(s) (SRD rate-limited a connection)"},
-		{t.UnresponsiveRemotes, "unresponsive peer(s) (a remote did not answer: a connection failed)"},
+	for _, c := range []struct{ counter, what string }{
+		{topology.EFARetransTimeouts, "retransmit timeout(s) (SRD timed out and moved packets to another path)"},
+		{topology.EFAImpairedRemoteConns, "impaired connection(s) (SRD rate-limited a connection)"},
+		{topology.EFAUnresponsiveRemotes, "unresponsive peer(s) (a remote did not answer: a connection failed)"},
 	} {
-		if c.n != nil && *c.n > 0 {
-			say("warning: %d %s during the run, on %s", *c.n, c.what, nodesWith(t.Nodes, c.what))
+		if n := *t.counters()[c.counter]; n != nil && *n > 0 {
+			say("warning: %d %s during the run, on %s", *n, c.what, nodesWith(t.Nodes, c.counter))
 		}
 	}
 	if t.RetransPkts != nil && *t.RetransPkts > 0 {
@@ -140,20 +139,11 @@ func (r *Result) efaEvents(t *EFATraffic, say func(string, ...any)) {
 	}
 }
 
-// nodesWith names the nodes whose counter of the kind moved.
-func nodesWith(nodes []EFANode, what string) string {
+// nodesWith names the nodes whose counter moved.
+func nodesWith(nodes []EFANode, counter string) string {
 	var names []string
 	for _, n := range nodes {
-		var c *uint64
-		switch {
-		case strings.HasPrefix(what, "retransmit"):
-			c = n.RetransTimeouts
-		case strings.HasPrefix(what, "impaired"):
-			c = n.ImpairedRemoteConns
-		default:
-			c = n.UnresponsiveRemotes
-		}
-		if c != nil && *c > 0 {
+		if c := *n.counters()[counter]; c != nil && *c > 0 {
 			names = append(names, fmt.Sprintf("%s (%d)", n.Node, *c))
 		}
 	}

@@ -7,7 +7,7 @@ type Price struct {
 }
 
 // PriceSource names the prices below: Karpenter's generated on-demand price table, which
-// pricing_test.go compares against the file itself in the module cache.
+// pricing_test.go compares against the file itself in the Karpenter module the harness fetched.
 const (
 	PriceSource = "karpenter-provider-aws v1.15.2, pkg/providers/pricing/zz_generated.pricing_aws.go"
 	PriceRegion = "us-east-1"

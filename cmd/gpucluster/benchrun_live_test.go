@@ -113,35 +113,40 @@ func startBenchClusterWith(t *testing.T, file string, withNodes bool, logs map[s
 
 // gpuNodes registers the pool's planned nodes, with every agent's pod but the one named.
 func (c *benchCluster) gpuNodes(t *testing.T, without string) {
-	p := c.pool
-	_, n := topology.PlannedNodes(p)
+	_, n := topology.PlannedNodes(c.pool)
 	for i := range n {
-		name := fmt.Sprintf("%s-%d", p.Name, i)
-		labels := map[string]string{topology.LabelInstanceType: p.Instance.Name, topology.LabelZone: p.AvailabilityZones[0]}
-		for k, v := range p.Labels {
-			labels[k] = v
+		c.gpuNode(t, fmt.Sprintf("%s-%d", c.pool.Name, i), without)
+	}
+}
+
+// gpuNode registers one node of the pool as it joins once its health gate passed, with every
+// agent's pod but the one named.
+func (c *benchCluster) gpuNode(t *testing.T, name, without string) {
+	p := c.pool
+	labels := map[string]string{topology.LabelInstanceType: p.Instance.Name, topology.LabelZone: p.AvailabilityZones[0]}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	for l := 1; l <= p.Instance.NetworkNodeLayers; l++ {
+		labels[fmt.Sprintf("%s%d", topology.LabelNetworkNodeLayerPrefix, l)] = fmt.Sprintf("nn-%d", l)
+	}
+	var taints []map[string]any
+	for _, tn := range p.Taints {
+		taints = append(taints, map[string]any{"key": tn.Key, "value": tn.Value, "effect": tn.Effect})
+	}
+	if err := c.s.CreateKwokNode(kubeapi.KwokNode(name, labels, taints, topology.NodeAllocatable(p))); err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range verify.PoolAgents(p) {
+		if agent == without {
+			continue
 		}
-		for l := 1; l <= p.Instance.NetworkNodeLayers; l++ {
-			labels[fmt.Sprintf("%s%d", topology.LabelNetworkNodeLayerPrefix, l)] = fmt.Sprintf("nn-%d", l)
-		}
-		var taints []map[string]any
-		for _, tn := range p.Taints {
-			taints = append(taints, map[string]any{"key": tn.Key, "value": tn.Value, "effect": tn.Effect})
-		}
-		if err := c.s.CreateKwokNode(kubeapi.KwokNode(name, labels, taints, topology.NodeAllocatable(p))); err != nil {
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": agent + "-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": agent}},
+			"spec": map[string]any{"nodeName": name, "tolerations": []any{map[string]any{"operator": "Exists"}},
+				"containers": []any{map[string]any{"name": "agent", "image": agent}}}}
+		if err := c.s.Create(pod); err != nil {
 			t.Fatal(err)
-		}
-		for _, agent := range verify.PoolAgents(p) {
-			if agent == without {
-				continue
-			}
-			pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
-				"metadata": map[string]any{"name": agent + "-" + name, "namespace": "kube-system", "labels": map[string]any{"app.kubernetes.io/name": agent}},
-				"spec": map[string]any{"nodeName": name, "tolerations": []any{map[string]any{"operator": "Exists"}},
-					"containers": []any{map[string]any{"name": "agent", "image": agent}}}}
-			if err := c.s.Create(pod); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 }

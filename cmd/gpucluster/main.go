@@ -34,6 +34,10 @@ Usage:
                                           compare the live cluster with the stack's plan, node by node
                                           (type, zone, labels, taints, GPUs, EFA, agents, controllers);
                                           read-only
+  gpucluster health --stack NAME [--pool NAME,…] [--level 1-4] [--dry-run] [--kubeconfig FILE] [--context NAME]
+                                          on every GPU node no job holds: DCGM diagnostics, an all-reduce
+                                          inside the node and, on EFA pools, over pairs; a failed node is
+                                          labelled and tainted as the health gate does
   gpucluster profiles                     list the built-in topology profiles
   gpucluster profile NAME                 print the cluster spec derived from a built-in profile
   gpucluster validate FILE                check a stack file (stacks/Pulumi.<stack>.yaml) and print its spec
@@ -61,7 +65,7 @@ func main() {
 // commands are gpucluster's subcommands.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"doctor": cmdDoctor, "plan": cmdPlan, "profiles": cmdProfiles, "profile": cmdProfile, "validate": cmdValidate,
-	"expire": cmdExpire, "verify": cmdVerify, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
+	"expire": cmdExpire, "verify": cmdVerify, "health": cmdHealth, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
 }
 
 // run is main without the process: it returns the exit code, so tests can call it.

@@ -169,10 +169,7 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 		Env: pod.Env, DeadlineSeconds: ncclDeadlineSeconds, KeepFinishedSeconds: keepFinishedSeconds, Retries: launcherRetries,
 		EFACounters: p.Network.EFAInterfaces > 0,
 	}
-	b.NCCL.Command = mpirunCommand(b.NCCL)
-	if b.NCCL.EFACounters {
-		b.NCCL.Command = append([]string{"bash", "-c", EFACountersLauncherScript(), "record-efa-counters"}, b.NCCL.Command...)
-	}
+	b.NCCL.Command = ncclJobCommand(b.NCCL)
 	if nodes < 2 {
 		b.Notes = append(b.Notes, fmt.Sprintf("the pool runs %d node(s): all-reduce measures only the GPUs inside one node, not the network between nodes", nodes))
 	}
@@ -227,6 +224,15 @@ func mpirunCommand(j NCCLTestJob) []string {
 		cmd = append(cmd, "-x", e.Name)
 	}
 	return append(cmd, NCCLTestsBinary, "-b", "8", "-e", ncclSizeArg(j.MaxBytes), "-f", "2", "-g", "1", "-c", "1", "-n", fmt.Sprint(j.Iterations))
+}
+
+// ncclJobCommand is the launcher's command: mpirun, within the EFA counters' recording when the
+// job records them.
+func ncclJobCommand(j NCCLTestJob) []string {
+	if !j.EFACounters {
+		return mpirunCommand(j)
+	}
+	return append([]string{"bash", "-c", EFACountersLauncherScript(), "record-efa-counters"}, mpirunCommand(j)...)
 }
 
 // ncclSizeArg writes a size as nccl-tests' -b/-e take it (a K, M or G suffix is 2^10, 2^20, 2^30).

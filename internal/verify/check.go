@@ -144,7 +144,12 @@ func (ch *checker) node(p topology.PoolSpec, n Node) {
 		}
 	}
 	failed, gateFailed := labels[topology.LabelHealthFailed]
-	if gateFailed {
+	switch {
+	case gateFailed && topology.IsDeepHealthCheck(failed):
+		add(CodeHealthFailed, fmt.Sprintf("gpucluster health's %s check failed: the node keeps %s and takes no job", failed, topology.HealthTaint.Key),
+			fmt.Sprintf("kubectl describe node %s: the %s event says what it found. Replace the node (or mend it), then gpucluster health --stack %s checks it again and, if it passes, gives it back",
+				name, healthgate.ReasonFailed, ch.spec.Stack))
+	case gateFailed:
 		add(CodeHealthFailed, fmt.Sprintf("the health gate's %s check failed: the node keeps %s and takes no job", orNone(failed), topology.HealthTaint.Key),
 			ch.healthFailedFix(p, name))
 	}

@@ -202,6 +202,11 @@ func TestEachFaultIsNamed(t *testing.T) {
 			n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.HealthTaint.Key, Value: topology.HealthTaint.Value, Effect: topology.HealthTaint.Effect})
 			n.Metadata.Labels[topology.LabelHealthFailed] = topology.HealthCheckEFA
 		}, []string{CodeHealthFailed}, true},
+		{"a failed gpucluster health check", "p5-efa", func(c *Cluster) { // the same code, its own message (TestDeepHealthFailureNamesTheCommand)
+			n := nodeOf(c, "gpu")
+			n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.HealthTaint.Key, Value: topology.HealthTaint.Value, Effect: topology.HealthTaint.Effect})
+			n.Metadata.Labels[topology.LabelHealthFailed] = topology.HealthCheckDiag
+		}, []string{CodeHealthFailed}, true},
 		{"the GPU taint gone", "g6e-efa", func(c *Cluster) { nodeOf(c, "gpu").Spec.Taints = nil }, []string{CodeTaint}, true},
 		{"a wrong instance type", "p5-efa", func(c *Cluster) { nodeOf(c, "gpu").Metadata.Labels[topology.LabelInstanceType] = "p4d.24xlarge" }, []string{CodeInstanceType}, true},
 		{"another zone", "p5-efa", func(c *Cluster) { nodeOf(c, "gpu").Metadata.Labels[topology.LabelZone] = "us-west-2d" }, []string{CodeZone}, true},
@@ -308,5 +313,20 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeepHealthFailureNamesTheCommand: a node `gpucluster health` failed is said to be its, with
+// that command to check it again, not the gate's pod to restart.
+func TestDeepHealthFailureNamesTheCommand(t *testing.T) {
+	spec := loadStack(t, "p5-efa")
+	c := builtToSpec(spec)
+	n := nodeOf(c, "gpu")
+	n.Spec.Taints = append(n.Spec.Taints, Taint{Key: topology.HealthTaint.Key, Value: topology.HealthTaint.Value, Effect: topology.HealthTaint.Effect})
+	n.Metadata.Labels[topology.LabelHealthFailed] = topology.HealthCheckPairAllReduce
+	r := Check(spec, c)
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, "gpucluster health's pair-allreduce check failed") ||
+		!strings.Contains(r.Findings[0].Fix, "gpucluster health --stack p5-efa") {
+		t.Errorf("findings %+v", r.Findings)
 	}
 }

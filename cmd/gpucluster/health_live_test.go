@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,45 +48,6 @@ func startHealthCluster(t *testing.T) *benchCluster {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// serveOnNode makes kwok serve log as the named container's log of every pod of the run's check
-// that lands on node, as soon as it is there (a Logs object for the pod wins over the
-// namespace's ClusterLogs): one node whose check finds a fault.
-func (c *benchCluster) serveOnNode(t *testing.T, check, node, container, log string) (stop func()) {
-	file := filepath.Join(t.TempDir(), node+".log")
-	if err := os.WriteFile(file, []byte(kubeapi.CRILogLines(log, time.Now())), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		served := map[string]bool{}
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			pods, err := c.s.List(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"namespace": benchjobs.Namespace}})
-			if err != nil {
-				continue
-			}
-			for _, p := range pods {
-				md, _ := p["metadata"].(map[string]any)
-				labels, _ := md["labels"].(map[string]any)
-				spec, _ := p["spec"].(map[string]any)
-				name, _ := md["name"].(string)
-				if labels[topology.LabelHealthCheck] == check && spec["nodeName"] == node && !served[name] {
-					served[name] = true
-					c.s.Create(kubeapi.KwokLogs(benchjobs.Namespace, name, container, file))
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }
 
 func (c *benchCluster) node(t *testing.T, name string) (labels, annotations map[string]any, taints []any) {
@@ -158,7 +119,11 @@ func TestHealthOnP5(t *testing.T) {
 		}
 	}
 
-	stop := c.serveOnNode(t, topology.HealthCheckDiag, "gpu-1", benchjobs.DiagContainer, healthFixture(t, "dcgm-memory-p5.log"))
+	stop, err := c.s.ServeLogOnNode(benchjobs.Namespace, topology.LabelHealthCheck, topology.HealthCheckDiag, "gpu-1", benchjobs.DiagContainer,
+		kubeapi.CRILogLines(healthFixture(t, "dcgm-memory-p5.log"), time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out.Reset()
 	errOut.Reset()
 	code := run(args, &out, &errOut)
@@ -212,5 +177,30 @@ func TestHealthOnP5(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "an earlier failure cleared") {
 		t.Errorf("the second run does not say it cleared gpu-1's failure:\n%s", out.String())
+	}
+}
+
+// TestHealthInterrupted: Ctrl-C while the diagnostics run gives every held node back as it was
+// (no taint, no annotation, no label), deletes the jobs, and judges no node.
+func TestHealthInterrupted(t *testing.T) {
+	fastPolls(t)
+	c := startHealthCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	old := runContext
+	runContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	t.Cleanup(func() { runContext = old })
+	w := &signalOn{word: "dcgm-diag: started", cancel: cancel}
+	var errOut strings.Builder
+	code := run([]string{"health", "--stack", "p5-efa", "--kubeconfig", c.kubeconfig, "--results", t.TempDir()}, w, &errOut)
+	if code != exitNoVerdict || !strings.Contains(w.b.String(), "interrupted") || !strings.Contains(w.b.String(), "given back as it was") {
+		t.Errorf("interrupted: exit %d, want %d (no node judged)\n%s%s", code, exitNoVerdict, w.b.String(), errOut.String())
+	}
+	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2", "gpu-3"} {
+		if labels, annotations, taints := c.node(t, n); hasHealthTaint(taints) || annotations[topology.LabelHealthRun] != nil || labels[topology.LabelHealthFailed] != nil {
+			t.Errorf("%s after Ctrl-C: labels %v, taints %v, annotations %v", n, labels, taints, annotations)
+		}
+	}
+	if left := c.healthLeft(t); left != "" {
+		t.Errorf("a minute after Ctrl-C, still in the cluster: %s", left)
 	}
 }

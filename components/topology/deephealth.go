@@ -146,7 +146,7 @@ func NodeBusBWFloor(p PoolSpec) (float64, string) {
 		return 0, fmt.Sprintf("%s's GPUs have no NVLink: busbw is reported, not judged", it.Name)
 	}
 	floor := float64(it.NVLinkGBps) / 2 / 2
-	return floor, fmt.Sprintf("half of a %s's %d GB/s NVLink in one direction: a node whose GPUs lost NVLink moves its traffic over PCIe at a tenth of it", it.GPUModel, it.NVLinkGBps/2)
+	return floor, fmt.Sprintf("half of the %d GB/s one %s sends over NVLink in one direction: a node whose GPUs lost NVLink moves its traffic over PCIe at a tenth of it", it.NVLinkGBps/2, it.GPUModel)
 }
 
 // PairBusBWShare is the share of the pool's link capacity (NCCLExpectation.ExpectedInterNodeGbps,

@@ -131,7 +131,33 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 	}
 	w("Training pod template (%d pod(s) per node × %d GPU × %d EFA):\n\n```yaml\n%s```\n\n", p.TrainingPod.PodsPerNode, p.TrainingPod.GPUsPerPod, p.TrainingPod.EFAPerPod, tpl)
 	benchmarkCard(b, s, p)
+	healthCard(b, s, p)
 	return nil
+}
+
+// healthCard says what `gpucluster health` would run on the pool's nodes, with its images: the
+// one privileged pod it creates, and the floors it judges by.
+func healthCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("On-demand health checks (`gpucluster health --stack %s`, on nodes no job holds, each held with `%s` meanwhile):\n\n", s.Stack, topology.HealthTaint.Key)
+	w("- `%s`: `%s` in `%s`, **privileged**, every GPU of the node.\n", topology.HealthCheckDiag,
+		strings.Join(topology.DiagCommand(p, topology.DefaultDiagLevel)[4:], " "), topology.DCGMImage)
+	floor, why := topology.NodeBusBWFloor(p)
+	judged := why
+	if floor > 0 {
+		judged = fmt.Sprintf("busbw at least %.0f GB/s: %s", floor, why)
+	}
+	w("- `%s`: all_reduce_perf over the node's %d GPUs in `%s`; %s.\n", topology.HealthCheckNodeAllReduce, p.Instance.GPUCount, s.TrainingImage, judged)
+	switch {
+	case p.Network.EFAInterfaces == 0:
+	case p.Benchmark == nil:
+		w("- `%s`: not run: it runs the pool's all-reduce MPIJob, which comes with `%s`.\n", topology.HealthCheckPairAllReduce, topology.KeyBenchmarks)
+	default:
+		floor, why := topology.PairBusBWFloor(p)
+		w("- `%s`: the pool's all-reduce MPIJob over pairs of nodes, outside the queue; busbw at least %.0f GB/s (%s), and the EFA counters must show the traffic crossed EFA.\n",
+			topology.HealthCheckPairAllReduce, floor, why)
+	}
+	w("\n")
 }
 
 // benchmarkCard says what the pool's benchmark jobs run and how to run and read them.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpucluster/gpucluster/test/harness"
@@ -234,4 +235,48 @@ func (s *Server) ServeLogs(name, namespace string, logs map[string]string) error
 	}
 	return s.Create(map[string]any{"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"selector": map[string]any{"matchNamespaces": []any{namespace}}, "logs": entries}})
+}
+
+// ServeLogOnNode makes kwok serve text (CRI format, CRILogLines) as the named container's log
+// of every pod in namespace that carries label=value and runs on node, from the moment the pod
+// is there (a Logs object for one pod wins over the namespace's ClusterLogs): one node whose
+// check finds a fault while the others' logs pass. stop ends the watch.
+func (s *Server) ServeLogOnNode(namespace, label, value, node, container, text string) (stop func(), err error) {
+	f, err := os.CreateTemp(s.dir, "node-log-")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		return nil, err
+	}
+	f.Close()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		served := map[string]bool{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			pods, err := s.List(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"namespace": namespace}})
+			if err != nil {
+				continue
+			}
+			for _, p := range pods {
+				md, _ := p["metadata"].(map[string]any)
+				labels, _ := md["labels"].(map[string]any)
+				spec, _ := p["spec"].(map[string]any)
+				pod, _ := md["name"].(string)
+				if labels[label] == value && spec["nodeName"] == node && !served[pod] {
+					served[pod] = true
+					s.Create(KwokLogs(namespace, pod, container, f.Name()))
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }, nil
 }

@@ -32,6 +32,15 @@ var WalkthroughLaunchers = map[string]string{
 	"g6e-efa": "cmd/gpucluster/testdata/benchrun/g6e-efa-launcher.log",
 }
 
+// WalkthroughHealthLogs are the logs kwok serves for `gpucluster health`'s checks in a
+// walkthrough, by stack and container: fixtures of our own whose first line names their model.
+var WalkthroughHealthLogs = map[string]map[string]string{
+	"g6e-efa": {
+		benchjobs.DiagContainer:      "internal/health/testdata/dcgm-pass-g6e.log",
+		benchjobs.AllReduceContainer: "internal/health/testdata/node-allreduce-g6e.log",
+	},
+}
+
 // Walkthroughs reads the walkthrough blocks of README.md and docs/*.md under projectDir. A block
 // must bring its stack up first (`pulumi up -s <stack>`) and destroy it last (`pulumi destroy
 // -s <stack>`): the tier's own up and destroy of the stack are those lines.
@@ -103,10 +112,14 @@ func (d *Deployment) runWalkthrough(ctx context.Context, w Walkthrough) {
 	launcher := d.launcherLog(where)
 	defer d.launcherNode()()
 	d.must(d.startJobController())
-	d.must(d.server.ServeLogs("walkthrough", benchjobs.Namespace, map[string]string{
+	logs := map[string]string{
 		"launcher": kubeapi.CRILogLines(launcher, time.Now()),
 		"worker":   kubeapi.CRILogLines(kubeapi.MPIWorkerLog, time.Now()),
-	}))
+	}
+	for container, file := range WalkthroughHealthLogs[d.name] {
+		logs[container] = kubeapi.CRILogLines(d.fixture(file), time.Now())
+	}
+	d.must(d.server.ServeLogs("walkthrough", benchjobs.Namespace, logs))
 	ran := map[string]bool{}
 	benchRunExit := -1
 	for _, line := range w.Lines {
@@ -141,13 +154,14 @@ func (d *Deployment) runWalkthrough(ctx context.Context, w Walkthrough) {
 			d.t.Errorf("%s: %q: not a command the tier can run as written (pulumi up, stack output to a file, destroy; gpucluster)", where, line)
 		}
 	}
-	if !ran["plan"] || !ran["verify"] || !ran["bench run"] {
-		d.t.Errorf("%s: ran gpucluster %v: the walkthrough is the way from plan and up to a verdict (plan, verify, bench run)", where, ran)
+	if !ran["plan"] || !ran["verify"] || !ran["health"] || !ran["bench run"] {
+		d.t.Errorf("%s: ran gpucluster %v: the walkthrough is the way from plan and up to a verdict (plan, verify, health, bench run)", where, ran)
 	}
 	d.checkRunResult(ctx, where, launcher, benchRunExit)
 	if left := d.jobObjectsLeft(); left != "" {
 		d.t.Errorf("%s: after bench run, still in the cluster: %s", where, left)
 	}
+	d.checkHealthFault(ctx, where)
 }
 
 // checkRunResult: bench run left one run's directory, with RESULT.md and the launcher's log as
@@ -181,16 +195,21 @@ func (d *Deployment) checkRunResult(ctx context.Context, where, launcher string,
 	}
 }
 
+// fixture is a file of the project without its provenance line.
+func (d *Deployment) fixture(file string) string {
+	b, err := os.ReadFile(filepath.Join(ProjectDir, file))
+	d.must(err)
+	_, log, _ := strings.Cut(string(b), "\n")
+	return log
+}
+
 // launcherLog is the log kwok serves as the walkthrough's launcher's, its provenance line cut.
 func (d *Deployment) launcherLog(where string) string {
 	file, ok := WalkthroughLaunchers[d.name]
 	if !ok {
 		d.t.Fatalf("%s: no launcher log for stack %s in enginetest.WalkthroughLaunchers", where, d.name)
 	}
-	b, err := os.ReadFile(filepath.Join(ProjectDir, file))
-	d.must(err)
-	_, log, _ := strings.Cut(string(b), "\n")
-	return log
+	return d.fixture(file)
 }
 
 // exitCode is a command's exit code: 0 when it succeeded, -1 when it did not run.

@@ -60,16 +60,11 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	if *stack == "" {
 		return c.fail("give --stack NAME: the stack the cluster was deployed from")
 	}
-	file, code, ok := c.stackFile(*stack, false)
-	if !ok {
-		return code
-	}
-	spec, code, ok := loadStack(relative(file), stderr)
+	spec, file, code, ok := c.liveStack(*stack)
 	if !ok {
 		return code
 	}
 	started := now()
-	spec = spec.AtTime(spec.At)
 	pool, msg := benchPool(spec, *poolName)
 	if msg != "" {
 		return c.fail("%s", msg)
@@ -100,11 +95,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	base := *results
-	if base == "" {
-		cwd, _ := os.Getwd()
-		base = filepath.Join(projectOr(cwd, file), "results")
-	}
+	base := resultsBase(*results, file)
 	dir := filepath.Join(base, spec.Stack, started.UTC().Format("20060102T150405Z"))
 	ctx, stop := runContext()
 	defer stop()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -40,16 +39,11 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 	case *output != "table" && *output != "json":
 		return c.fail("-o %s: table or json", *output)
 	}
-	file, code, ok := c.stackFile(*stack, false)
-	if !ok {
-		return code
-	}
-	spec, code, ok := loadStack(relative(file), stderr)
+	spec, file, code, ok := c.liveStack(*stack)
 	if !ok {
 		return code
 	}
 	started := now()
-	spec = spec.AtTime(spec.At)
 	var only []string
 	if *pools != "" {
 		var all []string
@@ -63,11 +57,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 			only = append(only, name)
 		}
 	}
-	base := *results
-	if base == "" {
-		cwd, _ := os.Getwd()
-		base = filepath.Join(projectOr(cwd, file), "results")
-	}
+	base := resultsBase(*results, file)
 	stamp := started.UTC().Format("20060102T150405Z")
 	dir := filepath.Join(base, spec.Stack, "health-"+stamp)
 	progress := stdout

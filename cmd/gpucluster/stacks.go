@@ -70,3 +70,27 @@ func loadStack(file string, stderr io.Writer) (topology.StackSpec, int, bool) {
 	}
 	return spec, 0, true
 }
+
+// liveStack is the stack a command that works on a live cluster runs against (bench run,
+// health): its file read and validated, at the stack's own day, with the file's path.
+func (c *cli) liveStack(name string) (topology.StackSpec, string, int, bool) {
+	file, code, ok := c.stackFile(name, false)
+	if !ok {
+		return topology.StackSpec{}, "", code, false
+	}
+	spec, code, ok := loadStack(relative(file), c.stderr)
+	if !ok {
+		return topology.StackSpec{}, "", code, false
+	}
+	return spec.AtTime(spec.At), file, 0, true
+}
+
+// resultsBase is where a live command's run directories go: --results, else the project's
+// results/.
+func resultsBase(flag, stackFile string) string {
+	if flag != "" {
+		return flag
+	}
+	cwd, _ := os.Getwd()
+	return filepath.Join(projectOr(cwd, stackFile), "results")
+}

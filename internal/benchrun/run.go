@@ -1,7 +1,6 @@
 package benchrun
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,20 +132,7 @@ func clock(d time.Duration) string {
 
 // kubectl runs kubectl and returns its standard output; its error carries kubectl's message.
 func (r *runner) kubectl(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	cmd := r.o.Kubectl.Command(ctx, append(args, "--request-timeout", verify.RequestTimeout)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), fmt.Errorf("kubectl %s: %s", strings.Join(args, " "), msg)
-	}
-	return stdout.Bytes(), nil
+	return r.o.Kubectl.Run(ctx, stdin, args...)
 }
 
 // create creates the job; one of that name already there is refused, never replaced.

@@ -1,7 +1,6 @@
 package health
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,20 +21,7 @@ type cluster struct {
 
 // kubectl runs kubectl and returns its standard output; its error carries kubectl's message.
 func (c cluster) kubectl(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	cmd := c.k.Command(ctx, append(args, "--request-timeout", verify.RequestTimeout)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), fmt.Errorf("kubectl %s: %s", strings.Join(args, " "), msg)
-	}
-	return stdout.Bytes(), nil
+	return c.k.Run(ctx, stdin, args...)
 }
 
 func (c cluster) list(ctx context.Context, into any, args ...string) error {

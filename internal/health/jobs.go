@@ -78,52 +78,35 @@ func (r *runner) jobLog(ctx context.Context, job string, state jobState) (string
 	return r.podLog(ctx, "batch.kubernetes.io/job-name="+job, state)
 }
 
+// checkPod is what health reads of a check's pod: when it was made, and why it did not run.
+type checkPod struct {
+	Metadata struct {
+		Name              string    `json:"name"`
+		CreationTimestamp time.Time `json:"creationTimestamp"`
+	} `json:"metadata"`
+	Status struct {
+		Phase      string `json:"phase"`
+		Conditions []struct {
+			Type, Status, Reason, Message string
+		} `json:"conditions"`
+		ContainerStatuses []struct {
+			State struct {
+				Waiting *struct{ Reason, Message string } `json:"waiting"`
+			} `json:"state"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+}
+
 // podLog reads the log of the newest pod a selector picks.
 func (r *runner) podLog(ctx context.Context, selector string, state jobState) (string, jobState) {
-	var pods struct {
-		Items []struct {
-			Metadata struct {
-				Name              string    `json:"name"`
-				CreationTimestamp time.Time `json:"creationTimestamp"`
-			} `json:"metadata"`
-			Status struct {
-				Phase      string `json:"phase"`
-				Conditions []struct {
-					Type, Status, Reason, Message string
-				} `json:"conditions"`
-				ContainerStatuses []struct {
-					State struct {
-						Waiting *struct{ Reason, Message string } `json:"waiting"`
-					} `json:"state"`
-				} `json:"containerStatuses"`
-			} `json:"status"`
-		} `json:"items"`
-	}
+	var pods struct{ Items []checkPod }
 	if err := r.c.list(ctx, &pods, "pods", "-n", benchjobs.Namespace, "-l", selector); err != nil || len(pods.Items) == 0 {
 		if state.Ended == "" {
 			state.Reason = "no pod was started for it"
 		}
 		return "", state
 	}
-	slices.SortFunc(pods.Items, func(a, b struct {
-		Metadata struct {
-			Name              string    `json:"name"`
-			CreationTimestamp time.Time `json:"creationTimestamp"`
-		} `json:"metadata"`
-		Status struct {
-			Phase      string `json:"phase"`
-			Conditions []struct {
-				Type, Status, Reason, Message string
-			} `json:"conditions"`
-			ContainerStatuses []struct {
-				State struct {
-					Waiting *struct{ Reason, Message string } `json:"waiting"`
-				} `json:"state"`
-			} `json:"containerStatuses"`
-		} `json:"status"`
-	}) int {
-		return a.Metadata.CreationTimestamp.Compare(b.Metadata.CreationTimestamp)
-	})
+	slices.SortFunc(pods.Items, func(a, b checkPod) int { return a.Metadata.CreationTimestamp.Compare(b.Metadata.CreationTimestamp) })
 	p := pods.Items[len(pods.Items)-1]
 	if state.Ended == "" {
 		switch {
@@ -150,18 +133,10 @@ func (r *runner) podLog(ctx context.Context, selector string, state jobState) (s
 // pairChecks runs the pair all-reduce on every EFA pool's nodes still passing, round by round,
 // and isolates a failed pair's culprit against a node that passed.
 func (r *runner) pairChecks(ctx context.Context) {
-	byPool := map[string][]Target{}
-	for _, t := range r.passing() {
-		if t.Pool.Network.EFAInterfaces > 0 {
-			byPool[t.Pool.Name] = append(byPool[t.Pool.Name], t)
-		}
-	}
-	for _, name := range topology.SortedKeys(byPool) {
-		targets := byPool[name]
-		pool := targets[0].Pool
-		var nodes []string
-		for _, t := range targets {
-			nodes = append(nodes, t.Node)
+	for _, g := range byPool(r.passing()) {
+		pool, nodes := g.pool, g.nodes
+		if pool.Network.EFAInterfaces == 0 {
+			continue
 		}
 		if why := r.pairUnavailable(pool, len(nodes)); why != "" {
 			for _, n := range nodes {
@@ -282,17 +257,8 @@ func pairVerdict(outcomes []pairOutcome) Check {
 
 // describe says what the run would do (--dry-run).
 func (r *runner) describe(targets []Target) {
-	byPool := map[string][]Target{}
-	for _, t := range targets {
-		byPool[t.Pool.Name] = append(byPool[t.Pool.Name], t)
-	}
-	for _, name := range topology.SortedKeys(byPool) {
-		ts := byPool[name]
-		p := ts[0].Pool
-		var nodes []string
-		for _, t := range ts {
-			nodes = append(nodes, t.Node)
-		}
+	for _, g := range byPool(targets) {
+		p, nodes, name := g.pool, g.nodes, g.pool.Name
 		fmt.Fprintf(r.o.Out, "pool %s (%s): %d node(s) to check: %s\n", name, p.Instance.Name, len(nodes), strings.Join(nodes, ", "))
 		fmt.Fprintf(r.o.Out, "  each taken out of service meanwhile (%s=%s:%s), given back unless it fails\n", topology.HealthTaint.Key, topology.HealthTaint.Value, topology.HealthTaint.Effect)
 		fmt.Fprintf(r.o.Out, "  1. %s: %s: %s\n", topology.HealthCheckDiag, topology.DCGMImage, strings.Join(topology.DiagCommand(p, r.o.Level), " "))
@@ -318,4 +284,26 @@ func (r *runner) describe(targets []Target) {
 			fmt.Fprintf(r.o.Out, "  3. %s, round %d: %s; busbw at least %.0f GB/s (%s)\n", topology.HealthCheckPairAllReduce, i+1, strings.Join(names, ", "), floor, why)
 		}
 	}
+}
+
+// poolNodes are a pool's targets.
+type poolNodes struct {
+	pool  topology.PoolSpec
+	nodes []string
+}
+
+// byPool groups targets by pool, pools by name.
+func byPool(targets []Target) []poolNodes {
+	m := map[string]*poolNodes{}
+	for _, t := range targets {
+		if m[t.Pool.Name] == nil {
+			m[t.Pool.Name] = &poolNodes{pool: t.Pool}
+		}
+		m[t.Pool.Name].nodes = append(m[t.Pool.Name].nodes, t.Node)
+	}
+	var out []poolNodes
+	for _, name := range topology.SortedKeys(m) {
+		out = append(out, *m[name])
+	}
+	return out
 }

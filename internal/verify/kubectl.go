@@ -53,6 +53,26 @@ func (k Kubectl) Command(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, path, append(global, args...)...)
 }
 
+// Run runs kubectl with args and the request timeout, and returns its standard output; its
+// error carries kubectl's own message. Commands that change the cluster (bench run, health)
+// reach it this way, verify only with get.
+func (k Kubectl) Run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	cmd := k.Command(ctx, append(args, "--request-timeout", RequestTimeout)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.Bytes(), fmt.Errorf("kubectl %s: %s", strings.Join(args, " "), msg)
+	}
+	return stdout.Bytes(), nil
+}
+
 // get lists one resource as JSON.
 func (k Kubectl) get(ctx context.Context, resource string, args ...string) ([]byte, error) {
 	cmd := k.Command(ctx, append([]string{"get", resource, "-o", "json", "--request-timeout", RequestTimeout}, args...)...)

@@ -1,7 +1,9 @@
 package health
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -242,5 +244,36 @@ func TestPairs(t *testing.T) {
 		if n >= 2 && len(seen) != n || n < 2 && len(rounds) != 0 {
 			t.Errorf("%d nodes: rounds %v", n, rounds)
 		}
+	}
+}
+
+// TestDiagWrapperKeepsDcgmiExitCode runs the diagnostics job's command with a dcgmi of our own
+// on PATH (a stand-in: no GPU here) that prints a fixture and exits 226: the log ends with the
+// marker line the judge reads, and the container exits as dcgmi did.
+func TestDiagWrapperKeepsDcgmiExitCode(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "doc.json")
+	json, _, _ := strings.Cut(fixture(t, "dcgm-nvlink-p5.log"), topology.DiagExitMarker)
+	if err := os.WriteFile(doc, []byte(json), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stub := "#!/bin/sh\necho \"$@\" > " + filepath.Join(dir, "args") + "\ncat " + doc + "\nexit 226\n"
+	if err := os.WriteFile(filepath.Join(dir, "dcgmi"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := topology.DiagCommand(p5Pool(t), 2)
+	c := exec.Command(cmd[0], cmd[1:]...)
+	c.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	out, err := c.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 226 {
+		t.Fatalf("exit %v, want dcgmi's 226", err)
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	if got := strings.TrimSpace(string(args)); got != "diag -r 2 -j -t 900 --expectedNumEntities gpu:8 -p pcie.gpu_nvlinks_expected_up=18" {
+		t.Errorf("dcgmi ran with %q", got)
+	}
+	if c := judgeDiag(2, jobState{Ended: "Failed"}, string(out)); c.Status != Fail || !strings.Contains(c.Evidence, "pcie GPU5: Only 17 NvLinks") {
+		t.Errorf("the wrapped run's log: %s: %s", c.Status, c.Evidence)
 	}
 }

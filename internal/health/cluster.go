@@ -75,10 +75,7 @@ func (c cluster) hold(ctx context.Context, node, run string) error {
 		if err != nil {
 			return err
 		}
-		var rv string
-		raw, _ := c.kubectl(ctx, nil, "get", "node", node, "-o", "jsonpath={.metadata.resourceVersion}")
-		rv = string(raw)
-		ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": rv}}
+		ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": n.Metadata.ResourceVersion}}
 		if n.Metadata.Annotations == nil {
 			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{topology.LabelHealthRun: run}})
 		} else {

@@ -22,15 +22,17 @@ import (
 // stack with benchmarks (it deploys the MPI operator, Kubeflow Trainer with JobSet and Kueue,
 // their controllers alive) has a binary of its own, with at most one stack without: whole, such
 // a stack took 174 to 183 s alone here and 296 s on a machine 2.5 to 3 times slower (370 s beside
-// another group), and two in one binary 247 s here, too near go test's 10 minutes. g6e-efa runs
-// alone: its README walkthrough and `gpucluster health` with a failing node add kwok jobs' runs
-// to its live cluster (489 s beside dev in a full run, past the 8 minutes a stack has).
+// another group), and two in one binary 247 s here, too near go test's 10 minutes. g6e-efa is
+// the one stack split: its README walkthrough and `gpucluster health` with a failing node add
+// kwok jobs' runs to its live cluster, and whole it took 487 to 489 s in full warm runs, past the
+// 8 minutes a stack has (405 s alone).
 var Groups = map[string][]string{
 	"benchmarks":     {"p5-efa"},
 	"karpenter":      {"karpenter-p5"},
 	"p4d":            {"p4d-efa", "p4d-custom-ami"},
 	"p4dpodpergpu":   {"p4d-pod-per-gpu"},
-	"g6e":            {"g6e-efa"},
+	"g6e":            {"g6e-efa/lifecycle"},
+	"g6eexpiry":      {"g6e-efa/expiry"},
 	"g6eena":         {"g6e-ena", "dev"},
 	"capacityblocks": {"gb200-nvl72", "mixed"},
 }

@@ -51,7 +51,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 			all = append(all, p.Name)
 		}
 		for _, name := range strings.Split(*pools, ",") {
-			if _, found := poolNamed(spec, name); !found {
+			if _, found := spec.Pool(name); !found {
 				return c.fail("--pool %s: stack %s has no such pool%s; its pools: %s", name, spec.Stack, topology.Suggest(name, all), strings.Join(all, ", "))
 			}
 			only = append(only, name)
@@ -86,15 +86,6 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpucluster health: left behind: %s\n", l)
 	}
 	return healthExit(out, *dryRun, stderr)
-}
-
-func poolNamed(spec topology.StackSpec, name string) (topology.PoolSpec, bool) {
-	for _, p := range spec.Pools {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return topology.PoolSpec{}, false
 }
 
 // writeHealth is the report's table: one row per node, its checks' outcomes, and what the run

@@ -61,10 +61,7 @@ func (h HealthJob) pod() corev1.PodTemplateSpec {
 	t := podtemplate.For(h.Pool, h.Stack.TrainingImage, nil)
 	t.Spec.ResourceClaims = nil
 	if h.Check == topology.HealthCheckDiag {
-		// Privileged, as every diagnostics pod found does it (NVIDIA GPU Operator's nvidia-dcgm,
-		// Google's cluster-health-scanner): no narrower grant that the diagnostics are known to
-		// work with is documented. It holds every GPU of the node, so no pod shares them.
-		privileged, no := true, false
+		privileged, no := topology.DiagPrivileged, false
 		t.Spec = corev1.PodSpec{
 			AutomountServiceAccountToken: &no,
 			NodeSelector:                 t.Spec.NodeSelector,

@@ -63,6 +63,12 @@ const (
 // host network, so it never reaches another engine on the node by accident.
 const DCGMImage = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
 
+// DiagPrivileged: the diagnostics' container runs privileged, as every diagnostics pod found
+// does (NVIDIA GPU Operator's nvidia-dcgm, Google's cluster-health-scanner): no narrower grant the
+// diagnostics are known to work with is documented. Its pod holds every GPU of the node, so no
+// other pod shares them meanwhile.
+const DiagPrivileged = true
+
 // DiagExitMarker starts the line the diagnostics' job prints after dcgmi, with its exit code:
 // the JSON alone does not say whether the run itself completed (NVIDIA/DCGM v4.6.0
 // dcgmi/Diag.cpp GetFailureResult: 0 clean, 226 errors, 205 an error that isolates the GPU,

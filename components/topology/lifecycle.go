@@ -48,6 +48,16 @@ func (s StackSpec) ExpiresAt() time.Time {
 	return t
 }
 
+// Pool is the stack's pool of that name.
+func (s StackSpec) Pool(name string) (PoolSpec, bool) {
+	for _, p := range s.Pools {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PoolSpec{}, false
+}
+
 // Labels are the ownership labels of every Kubernetes object gpucluster creates: the same facts
 // as Tags, in label-value form.
 func (s StackSpec) Labels() map[string]string {

@@ -94,8 +94,11 @@ func (n Node) ready() bool {
 	return false
 }
 
-func (n Node) hasTaint(t topology.Taint) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(x topology.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+func (n Node) hasTaint(t topology.Taint) bool { return n.taintIndex(t) >= 0 }
+
+// taintIndex is where the node's taints hold t (its key and effect), -1 where they do not.
+func (n Node) taintIndex(t topology.Taint) int {
+	return slices.IndexFunc(n.Spec.Taints, func(x topology.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
 }
 
 // Target is a node the run checks, with its pool.
@@ -127,7 +130,7 @@ func Choose(stack topology.StackSpec, pools []string, nodes []Node, pods []Pod) 
 	var targets []Target
 	var skips []Skip
 	for _, n := range nodes {
-		pool, ok := stackPool(stack, n.Metadata.Labels[topology.LabelPool])
+		pool, ok := stack.Pool(n.Metadata.Labels[topology.LabelPool])
 		if !ok || (len(pools) > 0 && !slices.Contains(pools, pool.Name)) {
 			continue
 		}
@@ -152,15 +155,6 @@ func Choose(stack topology.StackSpec, pools []string, nodes []Node, pods []Pod) 
 		}
 	}
 	return targets, skips
-}
-
-func stackPool(stack topology.StackSpec, name string) (topology.PoolSpec, bool) {
-	for _, p := range stack.Pools {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return topology.PoolSpec{}, false
 }
 
 // Pairs are the pairs of a pool's nodes the pair check runs on, in rounds whose pairs share no

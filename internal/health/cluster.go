@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +60,15 @@ func (c cluster) patch(ctx context.Context, node string, ops []map[string]any) e
 	return err
 }
 
+// addKey is the JSON patch operation that sets key in the map at path: the map itself when the
+// object has none yet (a patch cannot add a key under a path that does not exist).
+func addKey(path string, m map[string]string, key, value string) map[string]any {
+	if m == nil {
+		return map[string]any{"op": "add", "path": path, "value": map[string]string{key: value}}
+	}
+	return map[string]any{"op": "add", "path": path + "/" + jsonPointer(key), "value": value}
+}
+
 // jsonPointer escapes a map key for a JSON patch path (RFC 6901).
 func jsonPointer(key string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
@@ -76,11 +84,7 @@ func (c cluster) hold(ctx context.Context, node, run string) error {
 			return err
 		}
 		ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": n.Metadata.ResourceVersion}}
-		if n.Metadata.Annotations == nil {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{topology.LabelHealthRun: run}})
-		} else {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointer(topology.LabelHealthRun), "value": run})
-		}
+		ops = append(ops, addKey("/metadata/annotations", n.Metadata.Annotations, topology.LabelHealthRun, run))
 		t := topology.HealthTaint
 		if !n.hasTaint(t) {
 			taint := map[string]string{"key": t.Key, "value": t.Value, "effect": t.Effect}
@@ -106,9 +110,7 @@ func (c cluster) release(ctx context.Context, node string, clearLabel bool) erro
 		return err
 	}
 	var ops []map[string]any
-	if i := slices.IndexFunc(n.Spec.Taints, func(x topology.Taint) bool {
-		return x.Key == topology.HealthTaint.Key && x.Effect == topology.HealthTaint.Effect
-	}); i >= 0 {
+	if i := n.taintIndex(topology.HealthTaint); i >= 0 {
 		path := fmt.Sprintf("/spec/taints/%d", i)
 		ops = append(ops, map[string]any{"op": "test", "path": path + "/key", "value": topology.HealthTaint.Key}, map[string]any{"op": "remove", "path": path})
 	}
@@ -131,12 +133,7 @@ func (c cluster) fail(ctx context.Context, node, check string) error {
 	if err != nil {
 		return err
 	}
-	ops := []map[string]any{}
-	if n.Metadata.Labels == nil {
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels", "value": map[string]string{topology.LabelHealthFailed: check}})
-	} else {
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointer(topology.LabelHealthFailed), "value": check})
-	}
+	ops := []map[string]any{addKey("/metadata/labels", n.Metadata.Labels, topology.LabelHealthFailed, check)}
 	if _, ok := n.Metadata.Annotations[topology.LabelHealthRun]; ok {
 		ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + jsonPointer(topology.LabelHealthRun)})
 	}

@@ -68,11 +68,11 @@ func TestDiagThatDidNotComplete(t *testing.T) {
 		state jobState
 		want  string
 	}{
-		"cut before its exit line": {json, jobState{Ended: "Failed", Reason: "DeadlineExceeded"}, "without dcgmi's exit code"},
-		"timed out (245)":          {json + topology.DiagExitMarker + "245\n", jobState{Ended: "Failed"}, "dcgmi exited 245"},
-		"no log, pod pending":      {"", jobState{Reason: "its pod is still Pending: 0/4 nodes are available"}, "did not finish: its pod is still Pending"},
-		"runtime error":            {`{"DCGM Diagnostic": {"version": "4.6.0", "runtime_error": "Unable to connect to host engine"}}` + "\n" + topology.DiagExitMarker + "255\n", jobState{Ended: "Failed"}, "Unable to connect"},
-		"exit 226 with no failure": {json + topology.DiagExitMarker + "0\n", jobState{Ended: "Complete"}, ""},
+		"cut before its exit line":     {json, jobState{Ended: "Failed", Reason: "DeadlineExceeded"}, "without dcgmi's exit code"},
+		"timed out (245)":              {json + topology.DiagExitMarker + "245\n", jobState{Ended: "Failed"}, "dcgmi exited 245"},
+		"no log, pod pending":          {"", jobState{Reason: "its pod is still Pending: 0/4 nodes are available"}, "did not finish: its pod is still Pending"},
+		"runtime error":                {`{"DCGM Diagnostic": {"version": "4.6.0", "runtime_error": "Unable to connect to host engine"}}` + "\n" + topology.DiagExitMarker + "255\n", jobState{Ended: "Failed"}, "Unable to connect"},
+		"exit 0, every result passing": {json + topology.DiagExitMarker + "0\n", jobState{Ended: "Complete"}, ""},
 	} {
 		c := judgeDiag(2, tc.state, tc.log)
 		want := Unknown

@@ -196,7 +196,7 @@ func (r *runner) pairRound(ctx context.Context, pool topology.PoolSpec, round []
 		jobs[name] = pair
 	}
 	r.printf("%s: started on %s", check, strings.Join(mapPairs(jobs), ", "))
-	ended := r.wait(ctx, "mpijobs", check, len(jobs), r.maxDeadline(check, []Target{{Pool: pool}}))
+	ended := r.wait(ctx, mpiJobs, check, len(jobs), r.maxDeadline(check, []Target{{Pool: pool}}))
 	for name, pair := range jobs {
 		log, state := r.podLog(context.WithoutCancel(ctx), "training.kubeflow.org/job-name="+name+",training.kubeflow.org/job-role=launcher", ended[name])
 		r.keepLog(name, log)
@@ -207,7 +207,7 @@ func (r *runner) pairRound(ctx context.Context, pool topology.PoolSpec, round []
 	}
 	// Each pair's MPIJob goes before the next round, whose pairs reuse its nodes.
 	sel := topology.LabelHealthRun + "=" + r.o.Run + "," + topology.LabelHealthCheck + "=" + check
-	r.c.kubectl(context.WithoutCancel(ctx), nil, "delete", "mpijobs", "-n", benchjobs.Namespace, "-l", sel, "--wait=true", "--timeout=90s", "--cascade=foreground")
+	r.c.kubectl(context.WithoutCancel(ctx), nil, "delete", mpiJobs, "-n", benchjobs.Namespace, "-l", sel, "--wait=true", "--timeout=90s", "--cascade=foreground")
 }
 
 func mapPairs(jobs map[string][2]string) []string {

@@ -72,6 +72,9 @@ type Outcome struct {
 	Left []string `json:"left,omitempty"`
 }
 
+// mpiJobs is the MPI operator's MPIJobs as kubectl names them (plural.group).
+var mpiJobs = "mpijobs." + strings.SplitN(benchjobs.MPIJobAPIVersion, "/", 2)[0]
+
 // runner holds a run's state.
 type runner struct {
 	o       Options
@@ -96,7 +99,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	for _, s := range skips {
 		out.Results = append(out.Results, Result{Node: s.Node, Pool: s.Pool, Status: Skipped, Why: s.Why})
 	}
-	_, err = r.c.kubectl(ctx, nil, "get", "mpijobs."+strings.SplitN(benchjobs.MPIJobAPIVersion, "/", 2)[0], "-n", benchjobs.Namespace, "-o", "name")
+	_, err = r.c.kubectl(ctx, nil, "get", mpiJobs, "-n", benchjobs.Namespace, "-o", "name")
 	r.pairOK = err == nil
 	if o.DryRun {
 		r.describe(targets)
@@ -283,7 +286,7 @@ func (r *runner) cleanup(ctx context.Context) []string {
 	defer cancel()
 	kinds := "jobs.batch"
 	if r.pairOK {
-		kinds += ",mpijobs." + strings.SplitN(benchjobs.MPIJobAPIVersion, "/", 2)[0]
+		kinds += "," + mpiJobs
 	}
 	sel := topology.LabelHealthRun + "=" + r.o.Run
 	if _, err := r.c.kubectl(ctx, nil, "delete", kinds, "-n", benchjobs.Namespace, "-l", sel, "--ignore-not-found", "--wait=true", "--timeout=150s", "--cascade=foreground"); err != nil {

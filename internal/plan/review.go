@@ -140,8 +140,12 @@ func poolCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) err
 func healthCard(b *strings.Builder, s topology.StackSpec, p topology.PoolSpec) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("On-demand health checks (`gpucluster health --stack %s`, on nodes no job holds, each held with `%s` meanwhile):\n\n", s.Stack, topology.HealthTaint.Key)
-	w("- `%s`: `%s` in `%s`, **privileged**, every GPU of the node.\n", topology.HealthCheckDiag,
-		strings.Join(topology.DiagCommand(p, topology.DefaultDiagLevel)[4:], " "), topology.DCGMImage)
+	privilege := "unprivileged"
+	if topology.DiagPrivileged {
+		privilege = "**privileged**"
+	}
+	w("- `%s`: `%s` in `%s`, %s, every GPU of the node.\n", topology.HealthCheckDiag,
+		strings.Join(topology.DiagCommand(p, topology.DefaultDiagLevel)[4:], " "), topology.DCGMImage, privilege)
 	floor, why := topology.NodeBusBWFloor(p)
 	judged := why
 	if floor > 0 {

@@ -29,6 +29,10 @@ type Args struct {
 	// Needs are what the nodes use outside the cluster until they are gone (the route to AWS's
 	// APIs): the system node group depends on them.
 	Needs []pulumi.Resource
+	// PodIdentityAgent installs the EKS Pod Identity Agent add-on (topology.StackSpec
+	// NeedsPodIdentityAgent): one per cluster, whichever controllers' pods take their roles
+	// through it.
+	PodIdentityAgent bool
 }
 
 // Cluster is the gpucluster:index:Cluster component.
@@ -58,6 +62,10 @@ type Cluster struct {
 
 	// EKS is the pulumi-eks component: node groups depend on it.
 	EKS *eks.Cluster
+	// PodIdentityAgent is the EKS Pod Identity Agent add-on (nil without it): a Pod Identity
+	// association depends on it, so the agent serves credentials until the pods that use them
+	// are gone.
+	PodIdentityAgent pulumi.Resource
 }
 
 // ClusterAdminPolicy is the EKS access policy given to the stack's admin principals.
@@ -178,6 +186,11 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		return nil, err
 	}
 	c.SystemNodeGroup, c.SystemNodes = ng.NodeGroupName, ng
+	if args.PodIdentityAgent {
+		if c.PodIdentityAgent, err = podIdentityAgent(ctx, name, c, tags, ng); err != nil {
+			return nil, err
+		}
+	}
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"name": c.Name, "kubeconfig": c.Kubeconfig, "endpoint": c.Endpoint, "certificateAuthority": c.CertificateAuthority,
 		"nodeSecurityGroupId": c.NodeSecurityGroupID, "nodeRoleArn": c.NodeRoleARN, "nodeRoleName": c.NodeRoleName,

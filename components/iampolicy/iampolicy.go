@@ -54,3 +54,11 @@ func ServiceTrustFrom(service, account, sourceARN string) Document {
 
 // Partition is the ARN partition of a region (the topology core's region table).
 var Partition = topology.Partition
+
+// PodIdentityTrust lets EKS Pod Identity hand a role to the pods of an association: the service
+// pods.eks.amazonaws.com, which assumes the role and tags the session with the pod's cluster,
+// namespace and service account (EKS user guide, pod-id-role: sts:AssumeRole and sts:TagSession).
+func PodIdentityTrust() Document {
+	return New(Statement{Effect: "Allow", Principal: map[string]any{"Service": "pods.eks.amazonaws.com"},
+		Action: []string{"sts:AssumeRole", "sts:TagSession"}})
+}

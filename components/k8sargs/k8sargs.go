@@ -41,26 +41,33 @@ func OnPools(pools []topology.PoolSpec) *corev1.AffinityArgs {
 // Tolerations is the union of the pools' tolerations: each pool's tolerate its own taints (the
 // topology core validates that), so the union lands a DaemonSet on all of them.
 func Tolerations(pools []topology.PoolSpec) corev1.TolerationArray {
+	var all []topology.Toleration
+	for _, p := range pools {
+		all = append(append(all, p.Tolerations...), p.StartupTolerations()...)
+	}
+	return TolerationArgs(all)
+}
+
+// TolerationArgs are the tolerations as pulumi-kubernetes arguments, each once.
+func TolerationArgs(ts []topology.Toleration) corev1.TolerationArray {
 	seen := map[topology.Toleration]bool{}
 	var out corev1.TolerationArray
-	for _, p := range pools {
-		for _, t := range append(append([]topology.Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
-			if seen[t] {
-				continue
-			}
-			seen[t] = true
-			tol := corev1.TolerationArgs{Operator: pulumi.String(t.Operator)}
-			if t.Key != "" {
-				tol.Key = pulumi.String(t.Key)
-			}
-			if t.Value != "" {
-				tol.Value = pulumi.String(t.Value)
-			}
-			if t.Effect != "" {
-				tol.Effect = pulumi.String(t.Effect)
-			}
-			out = append(out, tol)
+	for _, t := range ts {
+		if seen[t] {
+			continue
 		}
+		seen[t] = true
+		tol := corev1.TolerationArgs{Operator: pulumi.String(t.Operator)}
+		if t.Key != "" {
+			tol.Key = pulumi.String(t.Key)
+		}
+		if t.Value != "" {
+			tol.Value = pulumi.String(t.Value)
+		}
+		if t.Effect != "" {
+			tol.Effect = pulumi.String(t.Effect)
+		}
+		out = append(out, tol)
 	}
 	return out
 }

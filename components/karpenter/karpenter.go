@@ -45,6 +45,9 @@ type Args struct {
 	// Needs are what the controller needs, outside this component, to terminate its instances
 	// (the route from the system nodes to the EC2 API): the controller depends on them.
 	Needs []pulumi.Resource
+	// PodIdentityAgent is the cluster's EKS Pod Identity Agent, which hands the controller its
+	// role: the controller's association depends on it.
+	PodIdentityAgent pulumi.Resource
 }
 
 // Controller is the gpucluster:index:Karpenter component.
@@ -141,7 +144,7 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	c.Keeps = append(c.Keeps, entry)
 
 	role, err := iam.NewRole(ctx, name+"-controller", &iam.RoleArgs{
-		Name: pulumi.String(args.Cluster + "-karpenter"), AssumeRolePolicy: pulumi.String(podIdentityTrust().String()), Tags: tags,
+		Name: pulumi.String(args.Cluster + "-karpenter"), AssumeRolePolicy: pulumi.String(iampolicy.PodIdentityTrust().String()), Tags: tags,
 	}, child)
 	if err != nil {
 		return nil, err
@@ -156,16 +159,10 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 		return nil, err
 	}
 	c.Keeps = append(c.Keeps, policy)
-	agent, err := awseks.NewAddon(ctx, name+"-pod-identity-agent", &awseks.AddonArgs{
-		ClusterName: args.ClusterName, AddonName: pulumi.String("eks-pod-identity-agent"), Tags: tags,
-	}, child)
-	if err != nil {
-		return nil, err
-	}
 	association, err := awseks.NewPodIdentityAssociation(ctx, name, &awseks.PodIdentityAssociationArgs{
 		ClusterName: args.ClusterName, Namespace: pulumi.String(k8sargs.Namespace), ServiceAccount: pulumi.String(ServiceAccount),
 		RoleArn: role.Arn, Tags: tags,
-	}, child, pulumi.DependsOn([]pulumi.Resource{agent}))
+	}, child, pulumi.DependsOn([]pulumi.Resource{args.PodIdentityAgent}))
 	if err != nil {
 		return nil, err
 	}

@@ -93,10 +93,3 @@ func queuePolicy(queueARN string) policyDocument {
 			Condition: map[string]map[string]any{"Bool": {"aws:SecureTransport": "false"}}},
 	}...)
 }
-
-// podIdentityTrust lets EKS Pod Identity hand the role to the controller's service account.
-func podIdentityTrust() policyDocument {
-	return iampolicy.New([]statement{
-		{Effect: "Allow", Principal: map[string]any{"Service": "pods.eks.amazonaws.com"}, Action: []string{"sts:AssumeRole", "sts:TagSession"}},
-	}...)
-}

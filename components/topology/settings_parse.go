@@ -191,3 +191,21 @@ func (r *reader) efaFailFast(n *yaml.Node, lines map[string]int) EFAFailFastSett
 	}
 	return s
 }
+
+// observability reads gpucluster:observability: one of ObservabilityModes. A benchmark stack
+// that chooses metrics is warned that they run during its measurements.
+func (r *reader) observability(n *yaml.Node, benchmarks bool) string {
+	v, ok := r.scalarString(n, KeyObservability)
+	if !ok {
+		return ""
+	}
+	if problem, fix := observabilityProblem(v); problem != "" {
+		r.fail(n.Line, KeyObservability, fix, "%s", problem)
+		return ""
+	}
+	if benchmarks && v != ObservabilityOff {
+		r.warn(n.Line, KeyObservability, "keep it for watching the cluster; for a measurement, compare with a run without it",
+			"%s", ObservabilityDuringBenchmarks(v))
+	}
+	return v
+}

@@ -41,6 +41,8 @@ type StackSpec struct {
 	Owner  string `json:"owner,omitempty"`
 	// Benchmarks are the stack's benchmark settings; each pool's jobs are its Benchmark.
 	Benchmarks BenchmarkSettings `json:"benchmarks"`
+	// Observability is the GPU and EFA metrics the stack installs (gpucluster:observability).
+	Observability ObservabilitySpec `json:"observability"`
 	// At is the instant the stack was judged on (DeriveStack): the support window, the cost and
 	// the expiry all read this one instant, which the caller took from its clock once.
 	At time.Time `json:"-"`
@@ -235,6 +237,9 @@ type InClusterSpec struct {
 	// DRADriver: the NVIDIA DRA driver runs the ComputeDomains (IMEX) of pools whose NVLink
 	// domain spans instances.
 	DRADriver Decision `json:"draDriver"`
+	// DCGMExporter: the stack's DCGM exporter runs on the pool's nodes (gpucluster:observability:
+	// dcgm-exporter); verify looks for its pod on each node.
+	DCGMExporter Decision `json:"dcgmExporter"`
 	// NodeSelector selects this pool's nodes; EFANodeSelector its EFA nodes (empty without EFA).
 	NodeSelector    map[string]string `json:"nodeSelector"`
 	EFANodeSelector map[string]string `json:"efaNodeSelector,omitempty"`

@@ -57,6 +57,8 @@ type Stack struct {
 	Expiry, Owner string // see StackSpec
 	Benchmarks    BenchmarkSettings
 	EFAFailFast   EFAFailFastSettings
+	// Observability is the metrics the file chooses (KeyObservability; "" when it chooses none).
+	Observability string
 }
 
 // Pool is one GPU pool of a stack.
@@ -79,7 +81,7 @@ var stackFileKeys = []string{"config", "secretsprovider", "encryptedkey", "encry
 // gpuclusterKeys are the keys gpucluster reads from the stack config.
 var gpuclusterKeys = []string{KeyPools, KeyClusterName, KeyKubernetesVersion, KeyEndpointPublicAccess, KeyPublicAccessCIDRs,
 	KeyAdminRoleARNs, KeySystemNodes, KeyVPCCIDR, KeyAvailabilityZones, KeyVPCID, KeyPrivateSubnets, KeyPublicSubnets, KeyTrainingImage,
-	KeyNVIDIADriverVersion, KeyFabricManagerImage, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy, KeyEFAFailFast}
+	KeyNVIDIADriverVersion, KeyFabricManagerImage, KeyFlowLogs, KeyMaxHourlyCost, KeyExpiresAt, KeyOwner, KeyBenchmarks, KeyUpgradePolicy, KeyEFAFailFast, KeyObservability}
 
 // EnvironmentNote is what the offline commands say of a stack that imports ESC environments, or "".
 func EnvironmentNote(spec StackSpec) string {
@@ -132,6 +134,7 @@ func DeriveStack(st Stack, at time.Time) (StackSpec, error) {
 		}
 		spec.Pools = append(spec.Pools, ps)
 	}
+	spec.Observability = deriveObservability(st.Observability, st.Region, spec.Pools)
 	if err := checkSupportWindow(&spec, st, at); err != nil {
 		return StackSpec{}, err
 	}
@@ -340,6 +343,9 @@ func (r *reader) stack(root *yaml.Node) (Stack, error) {
 	st.EFAFailFast = EFAFailFastSettings{Enabled: true}
 	if n := settings[KeyEFAFailFast]; n != nil {
 		st.EFAFailFast = r.efaFailFast(n, lines)
+	}
+	if n := settings[KeyObservability]; n != nil {
+		st.Observability = r.observability(n, st.Benchmarks.Enabled)
 	}
 	for _, prob := range validateSettings(region, st.Cluster, st.VPC) {
 		line, inherited := problemLine(prob.Key, lines)

@@ -13,6 +13,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/karpenter"
 	"github.com/gpucluster/gpucluster/components/kueue"
 	"github.com/gpucluster/gpucluster/components/mpioperator"
+	"github.com/gpucluster/gpucluster/components/observability"
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/trainer"
 )
@@ -27,9 +28,10 @@ type InCluster struct {
 	DRADriver      *dradriver.Driver     // nil without a pool whose NVLink domain spans instances
 	Karpenter      *karpenter.Controller // nil without Karpenter pools
 	KarpenterPools map[string]*karpenter.Pool
-	MPIOperator    *mpioperator.Operator // nil unless the stack enables benchmarks
-	Trainer        *trainer.Trainer      // nil unless the stack enables benchmarks
-	Kueue          *kueue.Kueue          // nil unless the stack enables benchmarks
+	MPIOperator    *mpioperator.Operator  // nil unless the stack enables benchmarks
+	Trainer        *trainer.Trainer       // nil unless the stack enables benchmarks
+	Kueue          *kueue.Kueue           // nil unless the stack enables benchmarks
+	Metrics        *observability.Metrics // nil unless the stack chooses metrics
 }
 
 // buildInCluster deploys the in-cluster pieces the derived spec asks for, through a Kubernetes
@@ -56,6 +58,14 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		return nil, err
 	}
 	in.EFACounters, err = efacounters.New(ctx, spec.Cluster.Name+"-efa-counters", efacounters.Args{Pools: spec.Pools, Labels: spec.Labels()}, k8s)
+	if err != nil {
+		return nil, err
+	}
+	in.Metrics, err = observability.New(ctx, spec.Cluster.Name+"-metrics", observability.Args{
+		Spec: spec.Observability, Pools: spec.Pools, ClusterName: d.Cluster.Name, Cluster: spec.Cluster.Name,
+		Tags: tags, Labels: spec.Labels(), K8s: in.Provider, PodIdentityAgent: d.Cluster.PodIdentityAgent,
+		Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +122,7 @@ func buildInCluster(ctx *pulumi.Context, d *Deployment) (*InCluster, error) {
 		if in.Karpenter == nil {
 			in.Karpenter, err = karpenter.New(ctx, spec.Cluster.Name+"-karpenter", karpenter.Args{
 				ClusterName: d.Cluster.Name, Cluster: spec.Cluster.Name, Region: spec.Region, Tags: tags, K8s: in.Provider,
-				Replicas: spec.Cluster.SystemNodes.KarpenterReplicas(), NodeRepair: spec.KarpenterNodeRepair(),
+				Replicas: spec.Cluster.SystemNodes.KarpenterReplicas(), NodeRepair: spec.KarpenterNodeRepair(), PodIdentityAgent: d.Cluster.PodIdentityAgent,
 				Needs: append([]pulumi.Resource{d.Cluster.SystemNodes}, d.Network.Egress...),
 			})
 			if err != nil {

@@ -203,6 +203,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 			if p.ReadsEFACounters() {
 				want[topology.EFACountersReader] = append(want[topology.EFACountersReader], p.Name)
 			}
+			if p.InCluster.DCGMExporter.Deploy {
+				want[topology.DCGMExporterName] = append(want[topology.DCGMExporterName], p.Name)
+			}
 		}
 		for name, pools := range want {
 			ds, ok := daemonSets[name]
@@ -236,6 +239,9 @@ func TestInClusterPiecesFollowTheSpec(t *testing.T) {
 					csc["readOnlyRootFilesystem"] != true || csc["allowPrivilegeEscalation"] != false || str(csc["capabilities"]) != str(map[string]any{"drop": []any{"ALL"}}) {
 					t.Errorf("%s: %s mounts %s, security %v", filepath.Base(file), name, vols, csc)
 				}
+			}
+			if name == topology.DCGMExporterName { // NVIDIA's chart's privilege, no more; on a node held for a health check too
+				checkDCGMExporter(t, filepath.Base(file), pod)
 			}
 			if name == "nvidia-device-plugin" { // hardened as far as it works
 				sc, _ := pod["securityContext"].(map[string]any)
@@ -599,5 +605,29 @@ func TestProviderKubeconfigCarriesTheAWSProfile(t *testing.T) {
 		if kubeconfig == "" || has != (profile != "") || strings.Contains(kubeconfig, `"AWS_PROFILE"`) != (profile != "") {
 			t.Errorf("aws:profile %q: provider kubeconfig %s", profile, kubeconfig)
 		}
+	}
+}
+
+// checkDCGMExporter: the exporter runs as NVIDIA's chart runs it (root with SYS_ADMIN added, for
+// the profiling fields, no privilege escalation, the pod-resources socket read-only, no token,
+// no GPU requested) and tolerates the taint `gpucluster health` holds a node with.
+func checkDCGMExporter(t *testing.T, file string, pod map[string]any) {
+	t.Helper()
+	c := pod["containers"].([]any)[0].(map[string]any)
+	csc, _ := c["securityContext"].(map[string]any)
+	if csc["allowPrivilegeEscalation"] != false || csc["privileged"] != nil || str(csc["capabilities"]) != str(map[string]any{"add": []any{"SYS_ADMIN"}, "drop": []any{"ALL"}}) {
+		t.Errorf("%s: exporter security %v", file, csc)
+	}
+	if vols := str(c["volumeMounts"]); !strings.Contains(vols, "mountPath:/var/lib/kubelet/pod-resources name:pod-gpu-resources readOnly:true") {
+		t.Errorf("%s: exporter mounts %s", file, vols)
+	}
+	if pod["automountServiceAccountToken"] != false || c["resources"].(map[string]any)["limits"].(map[string]any)[topology.ResourceGPU] != nil {
+		t.Errorf("%s: exporter token %v, resources %v", file, pod["automountServiceAccountToken"], c["resources"])
+	}
+	if !tolerates(pod["tolerations"], topology.HealthTaint) {
+		t.Errorf("%s: exporter does not tolerate %v", file, topology.HealthTaint)
+	}
+	if c["image"] != topology.DCGMExporterImage || str(c["args"]) != str([]any{"-f", topology.DCGMExporterCounters, "-c", "30000"}) {
+		t.Errorf("%s: exporter %v %v", file, c["image"], c["args"])
 	}
 }

@@ -184,7 +184,7 @@ func Build(ctx *pulumi.Context, spec topology.StackSpec) (*Deployment, error) {
 	d.Cluster, err = cluster.New(ctx, spec.Cluster.Name, cluster.Args{
 		Region: spec.Region, Settings: spec.Cluster, VpcID: d.Network.VpcID,
 		PrivateSubnetIDs: d.Network.AllPrivateSubnets(), PublicSubnetIDs: d.Network.AllPublicSubnets(), Tags: tags,
-		AWSProfile: awsProfile(ctx), Needs: d.Network.Egress,
+		AWSProfile: awsProfile(ctx), Needs: d.Network.Egress, PodIdentityAgent: spec.NeedsPodIdentityAgent(),
 	})
 	if err != nil {
 		return nil, err

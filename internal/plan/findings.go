@@ -33,7 +33,7 @@ func Review(spec topology.StackSpec) []Finding {
 		}
 	}
 	for _, w := range spec.Warnings {
-		fs = append(fs, Finding{topology.SeverityWarning, "aws-quota", "", w.Error()})
+		fs = append(fs, Finding{topology.SeverityWarning, warningCode(w), "", w.Error()})
 	}
 	for _, p := range spec.Pools {
 		for _, f := range p.Findings {
@@ -87,4 +87,16 @@ func invariants(p topology.PoolSpec) []Finding {
 		bad("fabric-manager-twice", "a fabric-manager DaemonSet on an image that runs fabric manager itself: they conflict")
 	}
 	return fs
+}
+
+// warningCode is a stack warning's finding code, by the key it is about: the cost guard's and
+// the metrics' own; every other warning is a quota AWS may refuse without a raise.
+func warningCode(w topology.ConfigError) string {
+	switch w.Key {
+	case topology.KeyObservability:
+		return "metrics-during-benchmarks"
+	case topology.KeyMaxHourlyCost:
+		return "cost-guard-unpriced"
+	}
+	return "aws-quota"
 }

@@ -395,3 +395,27 @@ func TestReviewStatesTheGB200ModuleOption(t *testing.T) {
 		"| NVIDIA module options | `NVreg_GrdmaPciTopoCheckOverride=1`, written to `/etc/modprobe.d/50-gpucluster-nvidia.conf` by the node's user data: GPUDirect RDMA over EFA on p6e-gb200.36xlarge with driver 580.159.03",
 		"| Node repair | off: off in a benchmark stack")
 }
+
+// TestReviewStatesTheMetrics: REVIEW.md says which metrics a stack installs, where, with what
+// power and cost, and warns a benchmark stack that they run during its measurements; the
+// CloudWatch agent's role and its Pod Identity are in the IAM table, and the add-ons are among
+// what is fetched at deploy time.
+func TestReviewStatesTheMetrics(t *testing.T) {
+	dir, _ := writeBundle(t, "p5-efa")
+	review := read(t, filepath.Join(dir, "REVIEW.md"))
+	mustContain(t, "p5-efa REVIEW.md", review, "## Metrics", "NVIDIA's DCGM exporter (`"+topology.DCGMExporterImage+"`)",
+		"on every node of pool(s) `gpu`", "`gpucluster.io/health=checking:NoSchedule`", "root with `SYS_ADMIN` added",
+		"**During benchmarks:**", "not measured", "| warning | (cluster) | `metrics-during-benchmarks` | ../../stacks/Pulumi.p5-efa.yaml:12: gpucluster:observability",
+		"DaemonSet `gpucluster-dcgm-exporter`: host path /var/lib/kubelet/pod-resources; adds SYS_ADMIN")
+	dir, _ = writeBundle(t, "mixed")
+	review = read(t, filepath.Join(dir, "REVIEW.md"))
+	mustContain(t, "mixed REVIEW.md", review, "The EKS add-on `amazon-cloudwatch-observability`", "pool(s) `train`, `infer`",
+		"| `mixed-cloudwatch-agent` | Service pods.eks.amazonaws.com | CloudWatchAgentServerPolicy |",
+		"gives a role to the service account `cloudwatch-agent`", "EKS add-on `amazon-cloudwatch-observability`, EKS's default version",
+		"EKS add-on `eks-pod-identity-agent`", `"containerLogs":{"enabled":false}`, "billed by CloudWatch per observation")
+	if strings.Contains(review, "**During benchmarks:**") {
+		t.Error("mixed runs no benchmarks, yet its review warns of them")
+	}
+	dir, _ = writeBundle(t, "dev")
+	mustContain(t, "dev REVIEW.md", read(t, filepath.Join(dir, "REVIEW.md")), "## Metrics\n\nNone installed")
+}

@@ -131,6 +131,16 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 	}
 	b.WriteString(strings.Join(pods, "\n") + "\n")
 	b.WriteString("\n**Fetched at deploy time** (by `pulumi up`, or by the nodes when a pod starts):\n\n")
+	for _, r := range resources {
+		if r.Type == "aws:eks/addon:Addon" {
+			in := offline.PlainMap(r.Inputs)
+			version, _ := in["addonVersion"].(string)
+			if version == "" {
+				version = "EKS's default version for the cluster's Kubernetes version"
+			}
+			fetched = append(fetched, fmt.Sprintf("EKS add-on `%v`, %s (EKS installs its objects and images; they are not in `manifests/`)", in["addonName"], version))
+		}
+	}
 	for _, f := range fetched {
 		b.WriteString("- " + f + "\n")
 	}
@@ -160,6 +170,13 @@ func rolesTable(resources []offline.Resource) string {
 		case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
 			sa, _ := in["serviceAccount"].(string)
 			usedBy[r.Name] = append(usedBy[r.Name], sa)
+		case "aws:eks/addon:Addon": // an add-on's own associations (CreateAddon podIdentityAssociations)
+			assocs, _ := in["podIdentityAssociations"].([]any)
+			for _, a := range assocs {
+				m, _ := a.(map[string]any)
+				sa, _ := m["serviceAccount"].(string)
+				usedBy[r.Name] = append(usedBy[r.Name], sa)
+			}
 		}
 	}
 	var b strings.Builder

@@ -70,6 +70,7 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 		return nil, err
 	}
 	w("%s", power)
+	w("%s", metricsSection(s))
 	w("%s", expirySection(s))
 	w("%s", inventorySection(r.Resources))
 	w("%s", pulumiEKSSection(s))

@@ -36,6 +36,9 @@ func agents(p topology.PoolSpec) []agent {
 	if p.ReadsEFACounters() {
 		out = append(out, agent{name: topology.EFACountersReader, without: "nobody answers the benchmark's requests for the node's EFA counters: bench report cannot say whether the run crossed EFA"})
 	}
+	if ic.DCGMExporter.Deploy {
+		out = append(out, agent{name: topology.DCGMExporterName, without: "the node's GPUs export no metrics (" + topology.KeyObservability + ": " + topology.ObservabilityDCGMExporter + ")"})
+	}
 	return out
 }
 
@@ -50,5 +53,5 @@ func PoolAgents(p topology.PoolSpec) []string {
 
 // AgentNames are every node agent verify looks for.
 func AgentNames() []string {
-	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName, topology.EFACountersReader}
+	return []string{deviceplugin.NVIDIAName, deviceplugin.EFAName, fabricmanager.Name, healthgate.GateName, topology.EFACountersReader, topology.DCGMExporterName}
 }

@@ -48,6 +48,17 @@ func controllerPolicy(r Resource) bool {
 	return r.Type == "aws:iam/rolePolicy:RolePolicy" && strings.HasSuffix(r.Name, "-controller")
 }
 
+// nodeRoleAttachment: a policy attachment of the node role, the managed node groups'
+// (<cluster>-node-<policy>) or Karpenter's (<cluster>-karpenter-node-<policy>); another role's
+// attachment (the CloudWatch agent's) is no node's.
+func nodeRoleAttachment(r Resource, cluster string, karpenter bool) bool {
+	prefix := cluster + "-node-"
+	if karpenter {
+		prefix = cluster + "-karpenter-node-"
+	}
+	return r.Type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && strings.HasPrefix(r.Name, prefix)
+}
+
 // Rules are the stack's destroy-order rules.
 func Rules(spec topology.StackSpec) []Rule {
 	cluster := spec.Cluster.Name
@@ -72,10 +83,7 @@ func Rules(spec topology.StackSpec) []Rule {
 			}
 			return r.Type == "aws:eks/nodeGroup:NodeGroup" && strings.HasSuffix(r.Name, "-"+pool.Name)
 		}
-		add(user, "node role policy attachment", func(r Resource) bool {
-			// The managed node groups' role: <cluster>-node-<policy>; Karpenter's: <cluster>-karpenter-node-<policy>.
-			return r.Type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && strings.Contains(r.Name, "-karpenter-node-") == karpenter
-		})
+		add(user, "node role policy attachment", func(r Resource) bool { return nodeRoleAttachment(r, cluster, karpenter) })
 		if pool.Placement.Strategy != topology.PlacementNone {
 			add(user, "placement group", func(r Resource) bool {
 				return r.Type == "aws:ec2/placementGroup:PlacementGroup" && strings.HasSuffix(r.Name, "-"+pool.Name)
@@ -101,9 +109,7 @@ func Rules(spec topology.StackSpec) []Rule {
 		}
 	}
 	// The system nodes (CoreDNS, the controllers) keep their role and route until they are gone.
-	add(systemNodeGroup, "node role policy attachment", func(r Resource) bool {
-		return r.Type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && !strings.Contains(r.Name, "-karpenter-node-")
-	})
+	add(systemNodeGroup, "node role policy attachment", func(r Resource) bool { return nodeRoleAttachment(r, cluster, false) })
 	if created {
 		add(systemNodeGroup, "NAT gateway and private routes", network)
 	}

@@ -279,10 +279,10 @@ func writeEFA(w io.Writer, t *bench.EFATraffic) {
 	}
 	devices := 0
 	for _, n := range t.Nodes {
-		row(n.Node, strconv.Itoa(n.Devices), n.TxBytes, n.RxBytes, n.EFAEvents)
+		row(n.Node, strconv.Itoa(n.Devices), n.TxBytes, n.RxBytes, n.Events)
 		devices += n.Devices
 	}
-	row("all", strconv.Itoa(devices), t.TxBytes, t.RxBytes, t.EFAEvents)
+	row("all", strconv.Itoa(devices), t.TxBytes, t.RxBytes, t.Events)
 	if t.NeededBytes > 0 {
 		fmt.Fprintf(w, "the all-reduce had to send at least %d bytes between nodes: %s\n", t.NeededBytes, t.NeededHow)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/internal/doctor"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 )
 
 // stdin is where `-` reads from (a variable so tests can feed it).
@@ -203,6 +204,13 @@ func writeDoctor(w io.Writer, r *doctor.Report) {
 	}
 	if r.Topology != nil {
 		fmt.Fprintf(w, "\ntopology: %s\n", r.Topology.Summary())
+	}
+	if e := r.EFA; e != nil {
+		fmt.Fprintf(w, "\nEFA counters: %d node(s) sent %s and received %s over EFA during the run\n",
+			len(e.Nodes), efareading.BytesText(e.TxBytes), efareading.BytesText(e.RxBytes))
+		for _, p := range e.Problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(w)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 )
 
 // efaShare: a run whose EFA devices sent less than this share of what its timed iterations had
@@ -14,8 +14,8 @@ import (
 const efaShare = 0.1
 
 // efaFloorPerNode: with no need to compare against (a training run, another test), a multi-node
-// run whose nodes' EFA devices sent less than this (1 MiB) each crossed nothing over EFA.
-const efaFloorPerNode = 1 << 20
+// run whose nodes' EFA devices sent less than this each crossed nothing over EFA.
+const efaFloorPerNode = efareading.FloorPerNode
 
 // AddEFA adds what the EFA devices counted to the result and its verdict: a run whose
 // inter-node traffic did not cross EFA fails, whatever NCCL printed; retransmit timeouts,
@@ -41,7 +41,7 @@ func (r *Result) AddEFA(e *EFAReadings) {
 	// The run's nodes: the pods' nodes when they were given (a log's hosts are its pods, several
 	// to a node in the pod-per-GPU layout), else every node a reading names, once every worker's
 	// reader answered.
-	nodes := len(e.nodes)
+	nodes := e.Nodes()
 	if r.Span != nil {
 		nodes = max(nodes, r.Span.Nodes)
 	}
@@ -121,33 +121,16 @@ func (r *Result) neededEFABytes(nodes int) (int64, string) {
 
 // efaEvents says what the network counters saw: warnings, or that the driver keeps none.
 func (r *Result) efaEvents(t *EFATraffic, say func(string, ...any)) {
-	if t.RetransTimeouts == nil && t.ImpairedRemoteConns == nil && t.UnresponsiveRemotes == nil {
+	if !t.EventsCounted() {
 		say("retransmits, timeouts and impaired connections not counted: the nodes' EFA driver keeps no network counters (Linux 6.17, EFA driver 2.17 and later on Nitro v4)")
 		return
 	}
-	for _, c := range []struct{ counter, what string }{
-		{topology.EFARetransTimeouts, "retransmit timeout(s) (SRD timed out and moved packets to another path)"},
-		{topology.EFAImpairedRemoteConns, "impaired connection(s) (SRD rate-limited a connection)"},
-		{topology.EFAUnresponsiveRemotes, "unresponsive peer(s) (a remote did not answer: a connection failed)"},
-	} {
-		if n := *t.counters()[c.counter]; n != nil && *n > 0 {
-			say("warning: %d %s during the run, on %s", *n, c.what, nodesWith(t.Nodes, c.counter))
-		}
+	for _, w := range t.Warnings() {
+		say("warning: %s", w)
 	}
 	if t.RetransPkts != nil && *t.RetransPkts > 0 {
 		say("%d packet(s) retransmitted", *t.RetransPkts)
 	}
-}
-
-// nodesWith names the nodes whose counter moved.
-func nodesWith(nodes []EFANode, counter string) string {
-	var names []string
-	for _, n := range nodes {
-		if c := *n.counters()[counter]; c != nil && *c > 0 {
-			names = append(names, fmt.Sprintf("%s (%d)", n.Node, *c))
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 func nodeNames(nodes []EFANode) string {
@@ -158,15 +141,5 @@ func nodeNames(nodes []EFANode) string {
 	return strings.Join(names, ", ")
 }
 
-// bytesText writes a byte count in decimal units, as network figures are given.
-func bytesText(b uint64) string {
-	switch {
-	case b >= 1e12:
-		return fmt.Sprintf("%.2f TB", float64(b)/1e12)
-	case b >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(b)/1e9)
-	case b >= 1e6:
-		return fmt.Sprintf("%.2f MB", float64(b)/1e6)
-	}
-	return fmt.Sprintf("%d B", b)
-}
+// bytesText writes a byte count (efareading.BytesText).
+var bytesText = efareading.BytesText

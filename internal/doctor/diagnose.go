@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/components/topology/catalog"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 )
 
 // classify is the core's classification of a transport as NCCL prints it.
@@ -133,6 +134,9 @@ type Report struct {
 	// differ from the one it loaded first; NetPluginPath the external library it loaded.
 	AssignedNetPlugin string `json:"assignedNetPlugin,omitempty"`
 	NetPluginPath     string `json:"netPluginPath,omitempty"`
+	// EFA is what the nodes' EFA devices counted during the run, where the log holds gpucluster's
+	// counter blocks (a benchmark job's): the bytes that really crossed EFA, whatever NCCL said.
+	EFA *efareading.Traffic `json:"efa,omitempty"`
 }
 
 // Diagnose builds the report; pool, when set, is the spec the job ran on.
@@ -178,6 +182,10 @@ func Diagnose(l *Log, topo *Topo, pool *topology.PoolSpec, against string) *Repo
 		topo.judgeP2P(it) // the catalog knows where PIX/PXB still means no P2P
 	}
 	r.Findings = signatures(l, topo, it, r.Communicators)
+	if l.EFA != nil {
+		r.EFA = l.EFA.Traffic()
+		r.Findings = append(r.Findings, efaFindings(r.EFA)...)
+	}
 	switch {
 	case pool != nil && topo != nil && len(topo.GPUs) > 0 && len(topo.GPUs) != pool.Instance.GPUCount:
 		r.Verdict = &Verdict{Against: against, ExpectedIntra: pool.NCCL.IntraNode.Class, ExpectedInter: pool.NCCL.InterNode.Class,

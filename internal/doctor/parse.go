@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 )
 
 // Line formats, as NCCL prints them (NCCL user guide, "Environment variables: NCCL_DEBUG";
@@ -153,6 +154,8 @@ var (
 
 // Log is what a parse found.
 type Log struct {
+	// EFA are the EFA counter blocks of a gpucluster benchmark job's log (nil: none).
+	EFA          *efareading.Readings
 	Lines        int // lines read
 	NCCLLines    int // lines that were NCCL output
 	Version      string
@@ -307,6 +310,10 @@ func Parse(r io.Reader) (*Log, error) {
 			}
 		}
 		if !rec.nccl {
+			if efareading.Holds(rec.line) { // gpucluster's EFA counter blocks (a benchmark job's)
+				l.EFA = l.EFA.Line(l.Lines, rec.line)
+				return
+			}
 			// A pasted excerpt: connection lines without the process prefix, or without even
 			// "NCCL INFO". Read them as connections of an unknown communicator.
 			if rec.conn {

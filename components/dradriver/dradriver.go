@@ -57,26 +57,14 @@ func Pools(pools []topology.PoolSpec) []topology.PoolSpec {
 // host's: the EKS AL2023 NVIDIA image installs the driver on the host.
 func Values(pools []topology.PoolSpec) map[string]any {
 	var names []any
-	var tolerations []any
-	seen := map[topology.Toleration]bool{}
 	for _, p := range pools {
 		names = append(names, p.Name)
-		// The pool's startup taints too: the health gate lifts them without the plugin, and the
-		// plugin must be up by the time jobs land.
-		for _, t := range append(append([]topology.Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
-			if seen[t] {
-				continue
-			}
-			seen[t] = true
-			tol := map[string]any{"key": t.Key, "operator": t.Operator}
-			if t.Value != "" {
-				tol["value"] = t.Value
-			}
-			if t.Effect != "" {
-				tol["effect"] = t.Effect
-			}
-			tolerations = append(tolerations, tol)
-		}
+	}
+	// The pools' startup taints too (topology.NodeTolerations): the health gate lifts them
+	// without the plugin, and the plugin must be up by the time jobs land.
+	var tolerations []any
+	for _, t := range topology.NodeTolerations(pools) {
+		tolerations = append(tolerations, t.Map())
 	}
 	return map[string]any{
 		"nvidiaDriverRoot": "/",

@@ -41,11 +41,7 @@ func OnPools(pools []topology.PoolSpec) *corev1.AffinityArgs {
 // Tolerations is the union of the pools' tolerations: each pool's tolerate its own taints (the
 // topology core validates that), so the union lands a DaemonSet on all of them.
 func Tolerations(pools []topology.PoolSpec) corev1.TolerationArray {
-	var all []topology.Toleration
-	for _, p := range pools {
-		all = append(append(all, p.Tolerations...), p.StartupTolerations()...)
-	}
-	return TolerationArgs(all)
+	return TolerationArgs(topology.NodeTolerations(pools))
 }
 
 // TolerationArgs are the tolerations as pulumi-kubernetes arguments, each once.

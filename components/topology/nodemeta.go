@@ -51,6 +51,23 @@ func (p PoolSpec) StartupTolerations() []Toleration {
 	return out
 }
 
+// NodeTolerations are what a pod needs to run on every node of the pools, each once: each pool's
+// tolerations (of its own taints, which validation requires) and its startup taints' (the
+// health gate's, which is also the one `gpucluster health` holds a node with).
+func NodeTolerations(pools []PoolSpec) []Toleration {
+	seen := map[Toleration]bool{}
+	var out []Toleration
+	for _, p := range pools {
+		for _, t := range append(append([]Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
 // poolLabels are the node labels of a pool: gpucluster's own, then the user's.
 func poolLabels(name string, p Profile) map[string]string {
 	labels := map[string]string{LabelPool: name, LabelGPUPresent: "true"}

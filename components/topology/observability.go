@@ -33,10 +33,10 @@ type ObservabilitySpec struct {
 	Mode string `json:"mode"`
 	// Pools are the GPU pools whose nodes the GPU metrics cover: every pool of the stack.
 	Pools []string `json:"pools,omitempty"`
-	// Tolerations are every taint gpucluster puts on those nodes (each pool's, its startup
-	// taints, and the taint `gpucluster health` holds a node with), so the metrics are there
-	// from a node's first minute, through a health check and a failed gate: a node that failed
-	// its gate is the one whose metrics are wanted.
+	// Tolerations are every taint gpucluster puts on those nodes (NodeTolerations: each pool's,
+	// and the health gate's startup taint, which `gpucluster health` holds a node with too), so
+	// the metrics are there from a node's first minute, through a health check and a failed
+	// gate: a node that failed its gate is the one whose metrics are wanted.
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	DCGMExporter *DCGMExporterSpec `json:"dcgmExporter,omitempty"`
 	CloudWatch   *CloudWatchSpec   `json:"cloudWatch,omitempty"`
@@ -135,20 +135,10 @@ func deriveObservability(mode, region string, pools []PoolSpec) ObservabilitySpe
 		o.Mode = ObservabilityOff
 		return o
 	}
-	seen := map[Toleration]bool{}
-	add := func(t Toleration) {
-		if !seen[t] {
-			seen[t] = true
-			o.Tolerations = append(o.Tolerations, t)
-		}
-	}
 	for _, p := range pools {
 		o.Pools = append(o.Pools, p.Name)
-		for _, t := range append(append([]Toleration{}, p.Tolerations...), p.StartupTolerations()...) {
-			add(t)
-		}
 	}
-	add(Toleration{Key: HealthTaint.Key, Operator: "Equal", Value: HealthTaint.Value, Effect: HealthTaint.Effect})
+	o.Tolerations = NodeTolerations(pools)
 	switch mode {
 	case ObservabilityDCGMExporter:
 		o.DCGMExporter = &DCGMExporterSpec{Name: DCGMExporterName, Image: DCGMExporterImage, Port: DCGMExporterPort,

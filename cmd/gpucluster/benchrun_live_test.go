@@ -332,6 +332,19 @@ func (w *signalOn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// interruptOn has the command's run context cancelled, as Ctrl-C does, once its output holds
+// word; the returned writer is that output, and restore puts the usual run context back (the
+// test's end does too).
+func interruptOn(t *testing.T, word string) (w *signalOn, restore func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	old := runContext
+	runContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	restore = func() { runContext = old }
+	t.Cleanup(restore)
+	return &signalOn{word: word, cancel: cancel}, restore
+}
+
 // TestBenchRunInterruptedOrOutOfTime: a g6e-efa run whose job waits in the queue (no GPU node
 // yet, run with --ignore-verify) is interrupted as Ctrl-C does, and another runs out of
 // --timeout: each deletes the MPIJob it created, leaves nothing of it in the cluster, writes
@@ -342,18 +355,14 @@ func TestBenchRunInterruptedOrOutOfTime(t *testing.T) {
 	results := t.TempDir()
 	args := []string{"bench", "run", "--stack", "g6e-efa", "--kubeconfig", c.kubeconfig, "--results", results, "--ignore-verify"}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	old := runContext
-	runContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
-	t.Cleanup(func() { runContext = old })
-	w := &signalOn{word: "queued:", cancel: cancel}
+	w, restore := interruptOn(t, "queued:")
 	var errOut strings.Builder
 	if code := run(args, w, &errOut); code != exitFail || !strings.Contains(w.b.String(), "interrupted: deleting mpijob/gpu-nccl-allreduce") {
 		t.Errorf("interrupted: exit %d\n%s%s", code, w.b.String(), errOut.String())
 	}
 	c.waitGone(t)
 
-	runContext = old
+	restore()
 	time.Sleep(time.Second) // a new second: a new run directory
 	var out strings.Builder
 	errOut.Reset()

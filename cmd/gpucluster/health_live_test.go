@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -185,11 +184,7 @@ func TestHealthOnP5(t *testing.T) {
 func TestHealthInterrupted(t *testing.T) {
 	fastPolls(t)
 	c := startHealthCluster(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	old := runContext
-	runContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
-	t.Cleanup(func() { runContext = old })
-	w := &signalOn{word: "dcgm-diag: started", cancel: cancel}
+	w, _ := interruptOn(t, "dcgm-diag: started")
 	var errOut strings.Builder
 	code := run([]string{"health", "--stack", "p5-efa", "--kubeconfig", c.kubeconfig, "--results", t.TempDir()}, w, &errOut)
 	if code != exitNoVerdict || !strings.Contains(w.b.String(), "interrupted") || !strings.Contains(w.b.String(), "given back as it was") {

@@ -84,7 +84,7 @@ func (m *Metrics) cloudWatch(ctx *pulumi.Context, name string, args Args) error 
 	child := pulumi.Parent(m)
 	tags := pulumi.ToStringMap(args.Tags)
 	role, err := iam.NewRole(ctx, name+"-cloudwatch-agent", &iam.RoleArgs{
-		Name:             pulumi.String(args.Cluster + "-cloudwatch-agent"),
+		Name:             pulumi.String(topology.CloudWatchAgentRole(args.Cluster)),
 		AssumeRolePolicy: pulumi.String(iampolicy.PodIdentityTrust().String()),
 		Description:      pulumi.String("CloudWatch agent of " + args.Cluster + " (amazon-cloudwatch-observability, through EKS Pod Identity)"),
 		Tags:             tags,

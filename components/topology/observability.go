@@ -106,10 +106,26 @@ const (
 	DCGMExporterPort = 9400
 	// dcgmExporterIntervalMillis is dcgm-exporter's default collect interval.
 	dcgmExporterIntervalMillis = 30000
+	// DCGMExporterCapability is the one capability the exporter adds: "Required for profiling
+	// metrics (DCGM_FI_PROF_*)" (the chart's values.yaml securityContext), of which the image's
+	// list has DCGMExporterProfilingFields.
+	DCGMExporterCapability      = "SYS_ADMIN"
+	DCGMExporterProfilingFields = 5
 	// DCGMExporterCounters is where the image keeps its default metric list (its Dockerfile copies
 	// etc/ to /etc/dcgm-exporter; the chart's arguments name this file).
 	DCGMExporterCounters = "/etc/dcgm-exporter/default-counters.csv"
 )
+
+// DCGMExporterRequests and DCGMExporterLimits are the chart's resources for the exporter
+// (values.yaml resources): what it takes of every GPU node, within the room the training pods'
+// sizing leaves for node agents (daemonSetCPUMillis, daemonSetMemoryMiB).
+var (
+	DCGMExporterRequests = map[string]string{"cpu": "100m", "memory": "128Mi"}
+	DCGMExporterLimits   = map[string]string{"cpu": "200m", "memory": "512Mi"}
+)
+
+// CloudWatchAgentRole is the IAM role the CloudWatch agent of a cluster takes.
+func CloudWatchAgentRole(cluster string) string { return cluster + "-cloudwatch-agent" }
 
 // The CloudWatch add-on's fixed facts.
 const (
@@ -232,7 +248,7 @@ func observabilityProblem(v string) (problem, fix string) {
 func ObservabilityDuringBenchmarks(mode string) string {
 	sampling := "the add-on's DCGM exporter samples every GPU"
 	if mode == ObservabilityDCGMExporter {
-		sampling = fmt.Sprintf("the DCGM exporter samples every GPU every %d s, five profiling fields included", dcgmExporterIntervalMillis/1000)
+		sampling = fmt.Sprintf("the DCGM exporter samples every GPU every %d s, %d profiling fields included", dcgmExporterIntervalMillis/1000, DCGMExporterProfilingFields)
 	}
 	return fmt.Sprintf("%s runs during the benchmarks: %s, and what that costs a measurement is not measured (no GPU was at hand); "+
 		"a run of the stack with %s: %s is the baseline to compare with", mode, sampling, KeyObservability, ObservabilityOff)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ var benchSubcommands = []string{"run", "report", "compare"}
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
 	usage := "usage: gpucluster bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--ignore-verify]\n" +
-		"       gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [-o table|json|yaml]\n" +
+		"       gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [--efa-counters FILE|DIR …] [-o table|json|yaml]\n" +
 		"       gpucluster bench compare RESULT.json|RUN-DIR ... [--svg FILE]\n"
 	switch {
 	case len(args) > 0 && args[0] == "compare":
@@ -41,10 +42,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [-o table|json|yaml]", stdout, stderr).withOutput()
+	c := newCLI("bench report", "bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [--efa-counters FILE|DIR …] [-o table|json|yaml]", stdout, stderr).withOutput()
 	j := c.withJob("the launcher's log (nccl-tests text output) or nccl-tests' -J JSON file ('-' reads stdin); repeat it, or name a directory, to add the workers' logs", "judge against")
 	test := c.fs.String("test", "", "the nccl-tests binary that wrote the log (all_reduce_perf, sendrecv_perf, …), when its tables do not name it")
 	nodes := c.fs.Int("nodes", 0, "how many nodes the run spanned, when the log does not say")
+	var counterLogs logFlag
+	c.fs.Var(&counterLogs, "efa-counters", "the logs that hold the job's EFA counter readings, a file or a directory (repeat it), when --log does not hold them all: a training job's are in every pod's log (default: the --log files)")
 	var spanFiles logFlag
 	c.fs.Var(&spanFiles, "pods", "the job's pods and the nodes they ran on, as kubectl get pods|nodes -o json writes them (repeat it): how many EC2 network nodes the run spanned")
 	if code, ok := c.parseJob(args, j); !ok {
@@ -52,6 +55,9 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if *nodes < 0 {
 		return c.fail("--nodes %d: give the number of nodes the run spanned (1 or more)", *nodes)
+	}
+	if slices.Contains(counterLogs, "-") {
+		return c.fail("--efa-counters -: name the files or directory that hold the readings (stdin is for --log)")
 	}
 	// What the job is compared with is part of the command line: checked before any log is read.
 	pool, against, code, ok := c.expectation(*j.stack, *j.pool, *j.profile)
@@ -62,6 +68,13 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench report: %v\n", err)
 		return exitUnreadable
+	}
+	counters := job
+	if len(counterLogs) > 0 {
+		if counters, err = readLogs(counterLogs); err != nil {
+			fmt.Fprintf(stderr, "gpucluster bench report: --efa-counters: %v\n", err)
+			return exitUnreadable
+		}
 	}
 	var span *bench.Span
 	if len(spanFiles) > 0 {
@@ -120,8 +133,8 @@ func cmdBenchReport(args []string, stdout, stderr io.Writer) int {
 	}
 	// The EFA devices' own counters, when the job recorded them, say what crossed EFA.
 	var efa *bench.EFAReadings
-	if err := job.read(func(r io.Reader) (err error) { efa, err = bench.ParseEFACounters(r); return err }); err != nil {
-		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", logFile, err)
+	if err := counters.read(func(r io.Reader) (err error) { efa, err = bench.ParseEFACounters(r); return err }); err != nil {
+		fmt.Fprintf(stderr, "gpucluster bench report: %s: %v\n", strings.Join(counters.Files, ", "), err)
 		return exitUnreadable
 	}
 	for _, r := range results {
@@ -191,6 +204,7 @@ func writeTraining(w io.Writer, r *bench.Result, sawNCCL bool) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeEFA(w, r.EFA)
 	writeVerdict(w, r)
 }
 

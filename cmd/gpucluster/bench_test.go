@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 const benchData = "../../internal/bench/testdata/"
@@ -138,5 +141,64 @@ func TestBenchReportNamesTheTestAndPrintsCountsAsWritten(t *testing.T) {
 	// nccl-tests' footer counted 0 out-of-bounds values: the in-place error is said, not a failure.
 	if code != exitOK || !strings.Contains(stdout, "err 0/err 1") || !strings.Contains(stdout, "256 ranks") || !strings.Contains(stdout, "not counted as wrong data") {
 		t.Errorf("exit %d\n%s", code, stdout)
+	}
+}
+
+// trainingPodLogs writes what each training pod of a 4 x g6e.12xlarge run logs of its own
+// node's EFA device (one each, topology.EFACounterLine, kubectl's timestamps), the device
+// sending and receiving perNode bytes during the run: one file a pod, as bench run keeps them.
+func trainingPodLogs(t *testing.T, perNode uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range 4 {
+		node := fmt.Sprintf("ip-10-1-4-%d.us-west-2.compute.internal", 20+i)
+		at := func(phase string, tx uint64) string {
+			return map[string]string{topology.EFAPhaseBefore: "2026-03-04T09:12:02.100000000Z ", topology.EFAPhaseAfter: "2026-03-04T09:53:10.200000000Z "}[phase] +
+				topology.EFACounterLine(phase, node, "rdmap0s26", map[string]uint64{topology.EFATxBytes: tx, topology.EFARxBytes: tx}) + "\n"
+		}
+		log := at(topology.EFAPhaseBefore, 7_000_000) + at(topology.EFAPhaseAfter, 7_000_000+perNode)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("gpu-train-node-0-%d-x7k2p.log", i)), []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestBenchReportTrainingEFA: a training run's EFA readings are in every pod's log, given with
+// --efa-counters; the run passes when each node's device carried traffic, and fails when the
+// devices stayed flat (NCCL on TCP sockets), whatever NCCL printed. There is no need to hold
+// the bytes to, as an all-reduce has: the floor is a MiB a node.
+func TestBenchReportTrainingEFA(t *testing.T) {
+	train := benchData + "train-g6e-efa-kubectl.txt"
+	for _, tc := range []struct {
+		name    string
+		perNode uint64
+		code    int
+		want    []string
+	}{
+		{"carried", 3_180_000_000_000, exitOK, []string{"verdict: pass", "the 4 nodes' EFA devices sent 12.72 TB and received 12.72 TB",
+			"ip-10-1-4-23.us-west-2.compute.internal            1  3180000000000  3180000000000"}},
+		{"flat", 40_000, exitFail, []string{"verdict: fail", "the 4 nodes' EFA devices sent 160000 B in all: the inter-node traffic did not cross EFA, whatever NCCL printed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			code := run([]string{"bench", "report", "--log", train, "--profile", "g6e-efa", "--efa-counters", trainingPodLogs(t, tc.perNode)}, &out, &errOut)
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("lacks %q", want)
+				}
+			}
+			if code != tc.code || t.Failed() {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out.String(), errOut.String())
+			}
+		})
+	}
+	// Without --efa-counters the training log alone holds no reading: nothing is judged by them.
+	var out, errOut strings.Builder
+	if code := run([]string{"bench", "report", "--log", train, "--profile", "g6e-efa"}, &out, &errOut); code != exitOK || strings.Contains(out.String(), "EFA counters") {
+		t.Errorf("the training log alone: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if code := run([]string{"bench", "report", "--log", train, "--efa-counters", "-"}, &out, &errOut); code != exitUsage {
+		t.Errorf("--efa-counters -: exit %d, want %d", code, exitUsage)
 	}
 }

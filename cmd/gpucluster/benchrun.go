@@ -194,6 +194,10 @@ func reportRun(dir string, spec topology.StackSpec, pool topology.PoolSpec, job 
 				args = append(args, "--pods", filepath.Join(dir, f))
 			}
 		}
+		if job == benchrun.JobTrain && pool.Benchmark.Train.EFACounters {
+			// No launcher gathers them: each training pod's log holds its own node's readings.
+			args = append(args, "--efa-counters", filepath.Join(dir, benchrun.LogsDir))
+		}
 		var table, js, errs bytes.Buffer
 		code = cmdBenchReport(args, &table, &errs)
 		cmdBenchReport(append(args, "-o", "json"), &js, io.Discard)

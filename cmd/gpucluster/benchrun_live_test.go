@@ -20,6 +20,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/trainer"
 	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/benchrun"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 	"github.com/gpucluster/gpucluster/internal/verify"
 	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
@@ -241,9 +242,10 @@ func TestBenchRunOnP5(t *testing.T) {
 func TestBenchRunOnG6e(t *testing.T) {
 	fastPolls(t)
 	c := startBenchCluster(t, "g6e-efa", true, g6eLauncherLog(t))
-	// The log's best row: 10.97 GB/s at 4 GiB.
+	// The log's best row: 10.97 GB/s at 4 GiB; its launcher's EFA readings: each node's device
+	// sent about 571 GB during the run.
 	if code := checkRunToResult(t, c, []string{"bench", "run", "--stack", "g6e-efa", "--kubeconfig", c.kubeconfig, "--results", t.TempDir()},
-		"peak busbw 10.97 GB/s at 4 GiB", "verdict: unknown"); code != exitNoVerdict {
+		"peak busbw 10.97 GB/s at 4 GiB", "verdict: unknown", "EFA counters: the 4 nodes' EFA devices sent 2.28 TB and received 2.28 TB"); code != exitNoVerdict {
 		t.Errorf("g6e-efa: exit %d, want %d (no published figure)", code, exitNoVerdict)
 	}
 }
@@ -406,8 +408,25 @@ func TestBenchRunTrain(t *testing.T) {
 		fmt.Fprintf(&cri, "%s stdout F %s\n", at, rest)
 	}
 	c := startBenchClusterFrom(t, file, true, map[string]string{topology.TrainerContainer: cri.String()})
-	if c.pool.Benchmark.Train == nil {
-		t.Fatalf("the stack has no training job: %s", stack)
+	train := c.pool.Benchmark.Train
+	if train == nil || !train.EFACounters {
+		t.Fatalf("the stack has no training job recording EFA counters: %s", stack)
+	}
+	// Each node's training pod logs its own node's EFA readings, right before torchrun and
+	// right after it (as its wrapper prints them): only reading every pod's log finds them all.
+	_, nodes := topology.PlannedNodes(c.pool)
+	for i := range nodes {
+		node := fmt.Sprintf("%s-%d", c.pool.Name, i)
+		reading := func(at, phase string, tx uint64) string {
+			return at + " stdout F " + topology.EFACounterLine(phase, node, "rdmap0s26", map[string]uint64{topology.EFATxBytes: tx, topology.EFARxBytes: tx}) + "\n"
+		}
+		log := reading("2026-03-04T09:12:02.100000000Z", topology.EFAPhaseBefore, 7_000_000) + cri.String() +
+			reading("2026-03-04T09:53:10.200000000Z", topology.EFAPhaseAfter, 7_000_000+3_180_000_000_000)
+		stop, err := c.s.ServeLogOnNode(benchjobs.Namespace, benchjobs.LabelJobSetName, train.Name, node, topology.TrainerContainer, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
 	}
 	results := t.TempDir()
 	args := []string{"bench", "run", "--stack", "g6e-train", "--job", "train", "--kubeconfig", c.kubeconfig, "--results", results}
@@ -431,14 +450,22 @@ func TestBenchRunTrain(t *testing.T) {
 		t.Fatalf("logs %v: want one per node, rank 0's the result\n%s", logs, md)
 	}
 	// A training run that finished passes (exit 0); its wall clock is the log's own, from its first
-	// line (09:12:03.414) to its last (09:53:09.814): 41 min 6 s.
-	for _, want := range []string{"wall clock 41m6s (2466 s)", "verdict: pass", "the run finished"} {
+	// line (09:12:03.414) to its last (09:53:09.814): 41 min 6 s, the readings around torchrun
+	// left out. Every node's device carried its share, read from every pod's log.
+	for _, want := range []string{"wall clock 41m6s (2466 s)", "verdict: pass", "the run finished", "--efa-counters " + benchrun.LogsDir,
+		fmt.Sprintf("the %d nodes' EFA devices sent %s", nodes, efareading.BytesText(uint64(nodes)*3_180_000_000_000))} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("RESULT.md lacks %q:\n%s", want, md)
 		}
 	}
 	if code != exitOK {
 		t.Errorf("bench run exits %d, want %d", code, exitOK)
+	}
+	// The real Trainer applied gpucluster's runtime patch: the pods mount the exchange directory
+	// where they ask the node's reader.
+	pods, _ := os.ReadFile(filepath.Join(runs[0], benchrun.PodsFile))
+	if !strings.Contains(string(pods), `"path": "`+topology.EFACountersDir+`"`) || !strings.Contains(string(pods), `"mountPath": "`+topology.EFACountersDir+`"`) {
+		t.Errorf("the training pods do not mount %s:\n%s", topology.EFACountersDir, pods)
 	}
 	t.Logf("bench run's output:\n%s\nRESULT.md:\n%s", progress, md)
 	c.waitGoneKinds(t, map[string]any{"apiVersion": topology.TrainerAPIVersion, "kind": "TrainJob"}, map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"})

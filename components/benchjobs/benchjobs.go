@@ -147,7 +147,7 @@ func launcher(pool topology.PoolSpec, j topology.NCCLTestJob, labels map[string]
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	if j.EFACounters { // what the launcher pipes to each worker before and after mpirun
-		env = append(env, corev1.EnvVar{Name: topology.EFACountersRequestEnv, Value: topology.EFACountersRequestScript()})
+		env = append(env, requestScriptEnv())
 	}
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(topology.LauncherCPU), corev1.ResourceMemory: resource.MustParse(topology.LauncherMemory)}
 	return corev1.PodTemplateSpec{
@@ -190,6 +190,11 @@ func exchangeWithReader(spec *corev1.PodSpec) {
 		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: topology.EFACountersDir, Type: &create}}})
 	c := &spec.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "efa-counters", MountPath: topology.EFACountersDir})
+}
+
+// requestScriptEnv carries the request for a reading (topology.EFACountersRequestEnv).
+func requestScriptEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: topology.EFACountersRequestEnv, Value: topology.EFACountersRequestScript()}
 }
 
 // launcherSecurity is all the launcher's mpirun and ssh client need: no capability, no privilege
@@ -278,14 +283,19 @@ type containerPatch struct {
 // Training is the pool's torchrun run as a Kubeflow Trainer TrainJob on the pool's runtime
 // (topology.TrainingRuntimeFor). The training pod's shape reaches it through the Trainer's own
 // fields (image, command, env, resources per node) and gpucluster's runtime patch (the pod's
-// labels and annotations, node selection, tolerations, /dev/shm, IPC_LOCK and the service
-// account that mounts no token); PET_* come from the Trainer, never from gpucluster.
+// labels and annotations, node selection, tolerations, /dev/shm, the EFA counters' exchange
+// directory, IPC_LOCK and the service account that mounts no token); PET_* come from the
+// Trainer, never from gpucluster.
 func Training(stack topology.StackSpec, pool topology.PoolSpec) any {
 	b := pool.Benchmark
 	t := b.Train
 	labels := stack.Labels()
 	pod := podtemplate.For(pool, stack.TrainingImage, labels)
 	annotate(&pod, b)
+	if t.EFACounters { // each pod asks its node's reader before and after torchrun
+		exchangeWithReader(&pod.Spec)
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, requestScriptEnv())
+	}
 	c := pod.Spec.Containers[0]
 	var patch runtimePatch
 	patch.Manager = topology.TrainerPatchManager

@@ -10,7 +10,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -219,5 +221,148 @@ func TestEFAJobsFailFast(t *testing.T) {
 	}
 	if !kinds["MPIJob"] || !kinds["TrainJob"] {
 		t.Errorf("pool %s: jobs %v, want an MPIJob and a TrainJob to check", pool.Name, kinds)
+	}
+}
+
+// trainJobOf is the TrainJob the p5-efa profile's pool gets with a training command.
+func trainJobOf(t *testing.T) map[string]any {
+	t.Helper()
+	st, err := topology.ParseStack("t.yaml", []byte("config:\n  aws:region: us-east-1\n"+
+		"  gpucluster:benchmarks: {enabled: true, trainingCommand: [train.py, --epochs, \"1\"]}\n  gpucluster:pools: [{name: gpu, profile: p5-efa}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := topology.DeriveStack(st, testDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(stack, stack.Pools[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o["kind"] == "TrainJob" {
+			return o
+		}
+	}
+	t.Fatalf("no TrainJob among %v", objs)
+	return nil
+}
+
+// trainerRun runs a TrainJob's trainer command as its pod would, with torchrun replaced by a
+// stand-in script, the real reader loop answering from a sysfs tree of our own, and the
+// environment the TrainJob gives the container.
+type trainerRun struct {
+	dir, exchange string
+	cmd           *exec.Cmd
+	stopReader    func()
+}
+
+func startTrainer(t *testing.T, job map[string]any, torchrun string) *trainerRun {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) {
+		f := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/tx_bytes", "100\n", 0o644)
+	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/rx_bytes", "200\n", 0o644)
+	write("bin/torchrun", torchrun, 0o755)
+	r := &trainerRun{dir: dir, exchange: filepath.Join(dir, "exchange")}
+	os.Mkdir(r.exchange, 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	reader := exec.CommandContext(ctx, "bash", "-c", topology.EFACountersReaderScript())
+	reader.Env = append(os.Environ(), "DIR="+r.exchange, "SYS="+filepath.Join(dir, "sys"), "NODE_NAME=node-a")
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.stopReader = func() { cancel(); reader.Wait() }
+	t.Cleanup(r.stopReader)
+	tr := job["spec"].(map[string]any)["trainer"].(map[string]any)
+	command := toStrings(tr["command"])
+	r.cmd = exec.Command(command[0], command[1:]...)
+	r.cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "DIR="+r.exchange)
+	for _, e := range tr["env"].([]any) {
+		m := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			r.cmd.Env = append(r.cmd.Env, m["name"].(string)+"="+v)
+		}
+	}
+	return r
+}
+
+// TestTrainingRecordsEFACounters: on an EFA pool each training pod mounts the counters'
+// exchange directory (through gpucluster's runtime patch, on the trainer container) and runs
+// torchrun between two readings of its node, which land in its own log; the pod's exit code is
+// torchrun's.
+func TestTrainingRecordsEFACounters(t *testing.T) {
+	job := trainJobOf(t)
+	rj := job["spec"].(map[string]any)["runtimePatches"].([]any)[0].(map[string]any)["trainingRuntimeSpec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["replicatedJobs"].([]any)[0].(map[string]any)
+	pod := rj["template"].(map[string]any)["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	wantVolume := map[string]any{"name": "efa-counters", "hostPath": map[string]any{"path": topology.EFACountersDir, "type": "DirectoryOrCreate"}}
+	if !slices.ContainsFunc(pod["volumes"].([]any), func(x any) bool { return reflect.DeepEqual(x, wantVolume) }) {
+		t.Errorf("the training pods' volumes %v lack the counters exchange %v", pod["volumes"], wantVolume)
+	}
+	c := pod["containers"].([]any)[0].(map[string]any)
+	wantMount := map[string]any{"name": "efa-counters", "mountPath": topology.EFACountersDir}
+	if c["name"] != topology.TrainerContainer || !slices.ContainsFunc(c["volumeMounts"].([]any), func(x any) bool { return reflect.DeepEqual(x, wantMount) }) {
+		t.Errorf("container %v mounts %v, want %v in %s", c["name"], c["volumeMounts"], wantMount, topology.TrainerContainer)
+	}
+	r := startTrainer(t, job, "#!/bin/sh\necho \"torchrun $*\"; exit 3\n")
+	out, err := r.cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("exit %v, want torchrun's 3\n%s", err, out)
+	}
+	before := topology.EFACounterLine(topology.EFAPhaseBefore, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	after := topology.EFACounterLine(topology.EFAPhaseAfter, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); !reflect.DeepEqual(lines, []string{before, "torchrun train.py --epochs 1", after}) {
+		t.Errorf("the training pod's log:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.exchange, "*")); len(left) > 0 {
+		t.Errorf("requests or answers left behind: %v", left)
+	}
+}
+
+// TestTrainingPodHandsOnTERM: a training pod told to stop (its deletion, the deadline: TERM to
+// the container's first process, the wrapper) hands the signal to torchrun at once, which ends
+// its ranks itself, and still records the reading after; the exit code is torchrun's.
+func TestTrainingPodHandsOnTERM(t *testing.T) {
+	r := startTrainer(t, trainJobOf(t), "#!/bin/sh\ntrap 'echo torchrun stopping; exit 143' TERM\ntouch \"$DIR/../started\"\nwhile :; do sleep 0.05; done\n")
+	var out strings.Builder
+	r.cmd.Stdout = &out
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(r.dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in torchrun never started:\n%s", out.String())
+		}
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		r.cmd.Process.Kill()
+		t.Fatalf("the wrapper did not hand TERM on: still running 20 s after it\n%s", out.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 143 {
+		t.Errorf("exit %v, want torchrun's 143", err)
+	}
+	log := out.String()
+	if !strings.Contains(log, "torchrun stopping") || !strings.Contains(log, "phase="+topology.EFAPhaseAfter) {
+		t.Errorf("the training pod's log:\n%s", log)
 	}
 }

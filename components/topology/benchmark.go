@@ -81,6 +81,10 @@ type TrainingJob struct {
 	Command       []string `json:"command"`
 	// DeadlineSeconds bounds the run from its start (the TrainJob's activeDeadlineSeconds).
 	DeadlineSeconds int `json:"deadlineSeconds"`
+	// EFACounters: every training pod records its node's EFA counters right before torchrun
+	// starts and right after it ends (EFACountersTrainingScript), in its own log; bench run
+	// reads every pod's log, and bench report holds the run to them.
+	EFACounters bool `json:"efaCounters"`
 }
 
 // The ClusterTrainingRuntimes training runs on (Kubeflow Trainer's torch ML policy). A runtime
@@ -185,7 +189,8 @@ func deriveBenchmark(p PoolSpec, s BenchmarkSettings, image string) *PoolBenchma
 	case len(s.TrainingCommand) > 0:
 		runtime, why := TrainingRuntimeFor(pod)
 		b.Train = &TrainingJob{Name: p.Name + "-train", Runtime: runtime, RuntimeReason: why, NumNodes: workers, ProcsPerNode: pod.GPUsPerPod,
-			Command: append([]string{"torchrun"}, s.TrainingCommand...), DeadlineSeconds: trainDeadlineSeconds}
+			DeadlineSeconds: trainDeadlineSeconds, EFACounters: b.NCCL.EFACounters}
+		b.Train.Command = trainingJobCommand(*b.Train, s.TrainingCommand)
 	default:
 		b.Notes = append(b.Notes, fmt.Sprintf("no training job: set %s.trainingCommand to the script torchrun runs", KeyBenchmarks))
 	}
@@ -233,6 +238,19 @@ func ncclJobCommand(j NCCLTestJob) []string {
 		return mpirunCommand(j)
 	}
 	return append([]string{"bash", "-c", EFACountersLauncherScript(), "record-efa-counters"}, mpirunCommand(j)...)
+}
+
+// trainingJobCommand is the trainer container's command: torchrun and the script, within the
+// EFA counters' recording when the job records them. The Trainer's torch plugin passes a
+// command that is not torchtune's through as it is (kubeflow/trainer v2.3.0
+// pkg/runtime/framework/plugins/torch/torch.go, EnforceMLPolicy), and torchrun reads its PET_*
+// settings from the environment, which bash passes on.
+func trainingJobCommand(j TrainingJob, script []string) []string {
+	cmd := append([]string{"torchrun"}, script...)
+	if !j.EFACounters {
+		return cmd
+	}
+	return append([]string{"bash", "-c", EFACountersTrainingScript(), "record-efa-counters"}, cmd...)
 }
 
 // ncclSizeArg writes a size as nccl-tests' -b/-e take it (a K, M or G suffix is 2^10, 2^20, 2^30).

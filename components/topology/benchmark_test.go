@@ -77,10 +77,20 @@ func TestBenchmarkJobsFollowThePool(t *testing.T) {
 			continue
 		}
 		// torchrun takes nodes, processes and rank from the Trainer's PET_* variables: the
-		// command is torchrun and the user's script, nothing derived in between.
-		if tr == nil || tr.NumNodes != n.Workers || tr.ProcsPerNode != pod.GPUsPerPod ||
-			!slices.Equal(tr.Command, append([]string{"torchrun"}, settings.TrainingCommand...)) {
-			t.Errorf("%s: training job %+v", name, tr)
+		// command is torchrun and the user's script, nothing derived in between; on an EFA pool
+		// between two readings of the node's EFA counters, as the all-reduce's.
+		want := append([]string{"torchrun"}, settings.TrainingCommand...)
+		if pool.Network.EFAInterfaces > 0 {
+			want = append([]string{"bash", "-c", EFACountersTrainingScript(), "record-efa-counters"}, want...)
+		}
+		if tr == nil || tr.NumNodes != n.Workers || tr.ProcsPerNode != pod.GPUsPerPod || !slices.Equal(tr.Command, want) ||
+			tr.EFACounters != (pool.Network.EFAInterfaces > 0) || tr.EFACounters != n.EFACounters {
+			t.Errorf("%s: training job %+v, want command %q", name, tr, want)
+		}
+		withJobs := pool
+		withJobs.Benchmark = b
+		if withJobs.ReadsEFACounters() != (pool.Network.EFAInterfaces > 0) {
+			t.Errorf("%s: the counters reader runs %v on a pool with %d EFA interfaces", name, withJobs.ReadsEFACounters(), pool.Network.EFAInterfaces)
 		}
 		// Pods holding several GPUs keep the node's IPC namespace, which only a runtime of
 		// their own can give; one-GPU pods run on the release's runtime.

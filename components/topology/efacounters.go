@@ -62,9 +62,10 @@ func EFACounterLine(phase, node, device string, values map[string]uint64) string
 // How a benchmark job gets its nodes' counters. A reader DaemonSet runs on the EFA nodes of a
 // benchmark stack with the host's network and a read-only view of the host's /sys (where the
 // counters exist) and answers requests a job's worker leaves in a directory both mount from the
-// host, under /run (a tmpfs: nothing outlives a reboot). The launcher asks every worker, over the
-// ssh it already uses, right before mpirun and right after it, and the answers land in its log,
-// where bench report reads them. Nothing polls the devices during the run: the reader only
+// host, under /run (a tmpfs: nothing outlives a reboot). The all-reduce's launcher asks every
+// worker, over the ssh it already uses, right before mpirun and right after it, and the answers
+// land in its log; a training job has no launcher, so each training pod asks for its own node's
+// right before torchrun and right after it, into its own log. bench report reads them there. Nothing polls the devices during the run: the reader only
 // lists the directory, five times a second.
 const (
 	// EFACountersReader is the reader DaemonSet's name and its pods' app.kubernetes.io/name.
@@ -80,7 +81,10 @@ const (
 
 // ReadsEFACounters says whether the pool's nodes run the counters reader: EFA pools with a
 // benchmark job that asks it.
-func (p PoolSpec) ReadsEFACounters() bool { return p.Benchmark != nil && p.Benchmark.NCCL.EFACounters }
+func (p PoolSpec) ReadsEFACounters() bool {
+	b := p.Benchmark
+	return b != nil && (b.NCCL.EFACounters || b.Train != nil && b.Train.EFACounters)
+}
 
 // EFACountersReaderScript is the reader's loop (bash): for each request file it writes every
 // device's port counters as block lines (EFACounterLine's format) into an answer file, renamed
@@ -122,9 +126,32 @@ if [ -e "$id.answer" ]; then cat "$id.answer"; rm -f "$id.answer"
 else rm -f "$id.request"; echo "%s$(hostname)" >&2; fi`, EFACountersDir, efaCountersWaitTenths, EFACountersNoReader)
 }
 
-// EFACountersRequestEnv carries EFACountersRequestScript in the launcher's environment, from
-// where the launcher pipes it to each worker's sh over ssh: no file is written on either side.
+// EFACountersRequestEnv carries EFACountersRequestScript in the environment of whoever asks: the
+// launcher pipes it to each worker's sh over ssh, a training pod to its own sh. No file is
+// written on either side.
 const EFACountersRequestEnv = "GPUCLUSTER_EFA_COUNTERS_REQUEST"
+
+// measuredRun runs the measured command ("$@") in the background and waits for it, handing on
+// the TERM or INT the script gets (a pod's deletion, the job's deadline) so that the command
+// can end its ranks itself; bash waiting on a command in the foreground would take the signal
+// only once the command ended. rc is the command's exit code, even after a signal.
+const measuredRun = `"$@" & pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+wait "$pid"; rc=$?
+while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done`
+
+// EFACountersTrainingScript runs the measured command (its arguments: torchrun and the script)
+// between two readings of the pod's own node (bash): a training pod asks the reader on its
+// node directly, through the exchange directory it mounts, with the request script in its
+// environment (EFACountersRequestEnv). Every pod prints its node's readings in its own log; the
+// run's exit code is the command's.
+func EFACountersTrainingScript() string {
+	return fmt.Sprintf(`read_counters() { printf '%%s\n' "$%s" | sh -s -- "$1"; }
+read_counters %s
+%s
+read_counters %s
+exit $rc`, EFACountersRequestEnv, EFAPhaseBefore, measuredRun, EFAPhaseAfter)
+}
 
 // EFACountersLauncherScript runs the measured command (its arguments) between two readings of
 // every worker's counters (bash). The workers are asked one after another, as the operator's
@@ -137,7 +164,7 @@ func EFACountersLauncherScript() string {
   done
 }
 read_counters %s
-"$@"; rc=$?
+%s
 read_counters %s
-exit $rc`, EFACountersRequestEnv, EFAPhaseBefore, EFAPhaseAfter)
+exit $rc`, EFACountersRequestEnv, EFAPhaseBefore, measuredRun, EFAPhaseAfter)
 }

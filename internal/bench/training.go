@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpucluster/gpucluster/internal/efareading"
 )
 
 // Training is what a training job's log says about the run: its wall clock, from the first to
-// the last timestamped line, and the trainer's own figures when it prints them.
+// the last timestamped line (the EFA counter readings around torchrun left out), and the trainer's own figures when it prints them.
 type Training struct {
 	// WallClockSeconds spans the first to the last timestamped line; TimestampSource says which
 	// timestamps ("kubectl", "datetime" for [2024-11-16 18:21:14,195]-style lines, "glog" for
@@ -66,6 +68,9 @@ func ParseTraining(r io.Reader) (*Training, error) {
 	for sc.Scan() {
 		n++
 		raw := strings.TrimRight(sc.Text(), "\r")
+		if efareading.Holds(raw) {
+			continue // gpucluster's own readings, before torchrun starts and after it ends
+		}
 		if m := kubectlTime.FindStringSubmatch(raw); m != nil {
 			if at, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
 				spanOf(spans, "kubectl").see(at, n)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 func parseTrainingFile(t *testing.T, name string) *Training {
@@ -111,4 +113,30 @@ func FuzzParseTraining(f *testing.F) {
 		}
 		NewTrainingResult("fuzz", tr, nil, "", nil)
 	})
+}
+
+// TestTrainingClockLeavesOutEFAReadings: a training pod's readings of its node's EFA counters,
+// right before torchrun and right after it (a reader slow to answer takes up to ten seconds),
+// are not part of the run's wall clock.
+func TestTrainingClockLeavesOutEFAReadings(t *testing.T) {
+	log, err := os.ReadFile(filepath.Join("testdata", "train-g6e-efa-kubectl.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := ParseTraining(strings.NewReader(string(log)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading := func(at, phase string) string {
+		return at + " " + topology.EFACounterLine(phase, "node-a", "rdmap79s0", map[string]uint64{topology.EFATxBytes: 1}) + "\n"
+	}
+	wrapped := reading("2026-03-04T09:02:00.000000000Z", topology.EFAPhaseBefore) + string(log) + reading("2026-03-04T10:30:00.000000000Z", topology.EFAPhaseAfter)
+	got, err := ParseTraining(strings.NewReader(wrapped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WallClockSeconds != plain.WallClockSeconds || got.FirstLine != plain.FirstLine+1 || got.LastLine != plain.LastLine+1 {
+		t.Errorf("with the readings: %.0f s, lines %d to %d; without: %.0f s, lines %d to %d",
+			got.WallClockSeconds, got.FirstLine, got.LastLine, plain.WallClockSeconds, plain.FirstLine, plain.LastLine)
+	}
 }

@@ -109,12 +109,19 @@ func (e *Readings) add(fields string) error {
 		e.nodes[node][device] = &[2]map[string]uint64{}
 	}
 	r := e.nodes[node][device]
-	// Several pods of one node (one GPU per pod) read the same device: the first reading before
-	// the run and the last after it span the run.
-	if i == 0 && r[0] != nil {
+	if r[i] == nil {
+		r[i] = values
 		return nil
 	}
-	r[i] = values
+	// Several pods of one node (one GPU per pod) read the same device, and their logs come in
+	// no order of time. The counters only grow, so of two readings before the run the smaller
+	// count is the earlier, and of two after it the larger the later: the span of the run,
+	// whichever log is read first.
+	for name, v := range values {
+		if old, ok := r[i][name]; ok && (i == 0 && v < old || i == 1 && v > old) {
+			r[i][name] = v
+		}
+	}
 	return nil
 }
 

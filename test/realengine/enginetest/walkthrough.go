@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/benchjobs"
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/efareading"
 	"github.com/gpucluster/gpucluster/test/docblocks"
 	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
@@ -165,7 +166,8 @@ func (d *Deployment) runWalkthrough(ctx context.Context, w Walkthrough) {
 }
 
 // checkRunResult: bench run left one run's directory, with RESULT.md and the launcher's log as
-// kwok served it through `kubectl logs` (every line stamped with its time), and its exit code is
+// kwok served it through `kubectl logs` (every line stamped with its time), RESULT.md judging the
+// run by the EFA readings the launcher's log holds, and its exit code is
 // the verdict `gpucluster bench report` gives on that log, run on its own: 0 (pass) or 3 (no
 // published figure to judge by), never a failure, a usage error or an unreadable log.
 func (d *Deployment) checkRunResult(ctx context.Context, where, launcher string, exit int) {
@@ -188,6 +190,14 @@ func (d *Deployment) checkRunResult(ctx context.Context, where, launcher string,
 	}
 	if strings.Join(got, "\n") != strings.TrimSuffix(launcher, "\n") {
 		d.t.Errorf("%s: the launcher's log collected (%s) is not the log the launcher wrote:\n%s", where, logs[0], b)
+	}
+	// The launcher's EFA readings reach the verdict: what each node's devices sent during the run.
+	if e, _ := efareading.Parse(strings.NewReader(launcher)); e != nil {
+		md, err := os.ReadFile(results[0])
+		d.must(err)
+		if want := fmt.Sprintf("EFA counters: the %d nodes' EFA devices sent", e.Nodes()); !strings.Contains(string(md), want) {
+			d.t.Errorf("%s: RESULT.md lacks %q:\n%s", where, want, md)
+		}
 	}
 	_, err = d.Env.Run(ctx, nil, "gpucluster", "bench", "report", "--log", logs[0], "--stack", d.name)
 	if want := exitCode(err); exit != want || (want != 0 && want != 3) {

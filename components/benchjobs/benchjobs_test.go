@@ -102,13 +102,7 @@ func TestP5AllReduceIsShapedToSchedule(t *testing.T) {
 // with the operator's ssh options until it answers, then runs mpirun with its arguments intact.
 func TestLauncherWaitsForItsWorkers(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	write := func(name, body string, mode os.FileMode) string { return writeFile(t, dir, name, body, mode) }
 	hostfile := write("hostfile", "job-worker-0.job.default.svc slots=8\njob-worker-1.job.default.svc slots=8\n", 0o644)
 	write("ssh", `#!/bin/sh
 echo "ssh $*" >> "$0.calls"
@@ -136,32 +130,11 @@ case "$*" in *worker-1*) n=$(cat "$0.w1" 2>/dev/null || echo 0); echo $((n+1)) >
 // worker's reading before mpirun's output and after it, and the run's exit code is mpirun's.
 func TestLauncherRecordsEFACounters(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		f := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	hostfile := write("hostfile", "job-worker-0.job.default.svc slots=8\njob-worker-1.job.default.svc slots=8\n", 0o644)
-	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/tx_bytes", "100\n", 0o644)
-	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/rx_bytes", "200\n", 0o644)
-	exchange := filepath.Join(dir, "exchange")
-	os.Mkdir(exchange, 0o755)
+	hostfile := writeFile(t, dir, "hostfile", "job-worker-0.job.default.svc slots=8\njob-worker-1.job.default.svc slots=8\n", 0o644)
+	exchange := startReader(t, dir)
 	// ssh [options] HOST sh -s -- PHASE: run what comes after the host here.
-	write("bin/ssh", "#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != sh ]; do shift; done\nexec \"$@\"\n", 0o755)
-	write("bin/mpirun", "#!/bin/sh\necho \"all_reduce_perf ran\"; exit 3\n", 0o755)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	reader := exec.CommandContext(ctx, "bash", "-c", topology.EFACountersReaderScript())
-	reader.Env = append(os.Environ(), "DIR="+exchange, "SYS="+filepath.Join(dir, "sys"), "NODE_NAME=node-a")
-	if err := reader.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Wait()
+	writeFile(t, dir, "bin/ssh", "#!/bin/sh\nwhile [ $# -gt 0 ] && [ \"$1\" != sh ]; do shift; done\nexec \"$@\"\n", 0o755)
+	writeFile(t, dir, "bin/mpirun", "#!/bin/sh\necho \"all_reduce_perf ran\"; exit 3\n", 0o755)
 	cmd := exec.Command("bash", "-c", topology.EFACountersLauncherScript(), "record-efa-counters", "mpirun", "-np", "16")
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "OMPI_MCA_orte_default_hostfile="+hostfile,
 		"DIR="+exchange, topology.EFACountersRequestEnv+"="+topology.EFACountersRequestScript())
@@ -171,12 +144,49 @@ func TestLauncherRecordsEFACounters(t *testing.T) {
 		t.Errorf("exit %v, want mpirun's 3", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	before := topology.EFACounterLine(topology.EFAPhaseBefore, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
-	after := topology.EFACounterLine(topology.EFAPhaseAfter, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	before, after := readerAnswer(topology.EFAPhaseBefore), readerAnswer(topology.EFAPhaseAfter)
 	if !reflect.DeepEqual(lines, []string{before, before, "all_reduce_perf ran", after, after}) {
 		t.Errorf("the launcher's log:\n%s", out)
 	}
-	cancel()
+}
+
+// writeFile writes name under dir, making its directories, and returns its path.
+func writeFile(t *testing.T, dir, name, body string, mode os.FileMode) string {
+	t.Helper()
+	f := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// startReader runs the real reader loop until the test ends, as node-a's reader, on a sysfs
+// tree of our own under dir (one device, rdmap79s0: tx_bytes 100, rx_bytes 200); it answers in
+// the exchange directory it returns.
+func startReader(t *testing.T, dir string) string {
+	t.Helper()
+	writeFile(t, dir, "sys/class/infiniband/rdmap79s0/ports/1/hw_counters/tx_bytes", "100\n", 0o644)
+	writeFile(t, dir, "sys/class/infiniband/rdmap79s0/ports/1/hw_counters/rx_bytes", "200\n", 0o644)
+	exchange := filepath.Join(dir, "exchange")
+	if err := os.Mkdir(exchange, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	reader := exec.CommandContext(ctx, "bash", "-c", topology.EFACountersReaderScript())
+	reader.Env = append(os.Environ(), "DIR="+exchange, "SYS="+filepath.Join(dir, "sys"), "NODE_NAME=node-a")
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); reader.Wait() })
+	return exchange
+}
+
+// readerAnswer is the line startReader's reader answers a request of the phase with.
+func readerAnswer(phase string) string {
+	return topology.EFACounterLine(phase, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
 }
 
 func toStrings(v any) []string {
@@ -191,20 +201,7 @@ func toStrings(v any) []string {
 // environment) and the TrainJob's nodes get NCCL_NET, so that NCCL fails at initialisation
 // instead of running over TCP sockets when aws-ofi-nccl cannot start.
 func TestEFAJobsFailFast(t *testing.T) {
-	st, err := topology.ParseStack("t.yaml", []byte("config:\n  aws:region: us-east-1\n"+
-		"  gpucluster:benchmarks: {enabled: true, trainingCommand: [train.py]}\n  gpucluster:pools: [{name: gpu, profile: p5-efa}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stack, err := topology.DeriveStack(st, testDay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := stack.Pools[0]
-	objs, err := Objects(stack, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, objs := p5WithTraining(t, "[train.py]")
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		data, err := json.Marshal(o)
@@ -224,11 +221,12 @@ func TestEFAJobsFailFast(t *testing.T) {
 	}
 }
 
-// trainJobOf is the TrainJob the p5-efa profile's pool gets with a training command.
-func trainJobOf(t *testing.T) map[string]any {
+// p5WithTraining is the pool of a stack of one p5-efa pool with the training command given (a
+// YAML list), and its benchmark objects.
+func p5WithTraining(t *testing.T, command string) (topology.PoolSpec, []map[string]any) {
 	t.Helper()
 	st, err := topology.ParseStack("t.yaml", []byte("config:\n  aws:region: us-east-1\n"+
-		"  gpucluster:benchmarks: {enabled: true, trainingCommand: [train.py, --epochs, \"1\"]}\n  gpucluster:pools: [{name: gpu, profile: p5-efa}]\n"))
+		"  gpucluster:benchmarks: {enabled: true, trainingCommand: "+command+"}\n  gpucluster:pools: [{name: gpu, profile: p5-efa}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +238,13 @@ func trainJobOf(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stack.Pools[0], objs
+}
+
+// trainJobOf is the TrainJob the p5-efa profile's pool gets with a training command.
+func trainJobOf(t *testing.T) map[string]any {
+	t.Helper()
+	_, objs := p5WithTraining(t, `[train.py, --epochs, "1"]`)
 	for _, o := range objs {
 		if o["kind"] == "TrainJob" {
 			return o
@@ -255,34 +260,13 @@ func trainJobOf(t *testing.T) map[string]any {
 type trainerRun struct {
 	dir, exchange string
 	cmd           *exec.Cmd
-	stopReader    func()
 }
 
 func startTrainer(t *testing.T, job map[string]any, torchrun string) *trainerRun {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) {
-		f := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/tx_bytes", "100\n", 0o644)
-	write("sys/class/infiniband/rdmap79s0/ports/1/hw_counters/rx_bytes", "200\n", 0o644)
-	write("bin/torchrun", torchrun, 0o755)
-	r := &trainerRun{dir: dir, exchange: filepath.Join(dir, "exchange")}
-	os.Mkdir(r.exchange, 0o755)
-	ctx, cancel := context.WithCancel(context.Background())
-	reader := exec.CommandContext(ctx, "bash", "-c", topology.EFACountersReaderScript())
-	reader.Env = append(os.Environ(), "DIR="+r.exchange, "SYS="+filepath.Join(dir, "sys"), "NODE_NAME=node-a")
-	if err := reader.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.stopReader = func() { cancel(); reader.Wait() }
-	t.Cleanup(r.stopReader)
+	writeFile(t, dir, "bin/torchrun", torchrun, 0o755)
+	r := &trainerRun{dir: dir, exchange: startReader(t, dir)}
 	tr := job["spec"].(map[string]any)["trainer"].(map[string]any)
 	command := toStrings(tr["command"])
 	r.cmd = exec.Command(command[0], command[1:]...)
@@ -319,8 +303,7 @@ func TestTrainingRecordsEFACounters(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
 		t.Errorf("exit %v, want torchrun's 3\n%s", err, out)
 	}
-	before := topology.EFACounterLine(topology.EFAPhaseBefore, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
-	after := topology.EFACounterLine(topology.EFAPhaseAfter, "node-a", "rdmap79s0", map[string]uint64{"tx_bytes": 100, "rx_bytes": 200})
+	before, after := readerAnswer(topology.EFAPhaseBefore), readerAnswer(topology.EFAPhaseAfter)
 	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); !reflect.DeepEqual(lines, []string{before, "torchrun train.py --epochs 1", after}) {
 		t.Errorf("the training pod's log:\n%s", out)
 	}

@@ -19,7 +19,7 @@ func parseChannel(s string) (channel, from, to string, via string, ok bool) {
 		default:
 			at, skip = i+r, len("Ring ")
 		}
-		if ch, f, t, v, ok := channelAfter(s[at+skip:]); ok {
+		if ch, f, t, v, _, ok := channelAfter(s[at+skip:]); ok {
 			return ch, f, t, v, true
 		}
 		i = at + 1
@@ -27,8 +27,10 @@ func parseChannel(s string) (channel, from, to string, via string, ok bool) {
 	return "", "", "", "", false
 }
 
-// channelAfter parses `N[/M] : A[[hex]] -> B[[hex]][ [send|receive]] via T` at the start of s.
-func channelAfter(s string) (channel, from, to, via string, ok bool) {
+// channelAfter parses `N[/M] : A[[hex]] -> B[[hex]][ [send|receive]] via T` at the start of s,
+// and says whether s holds " [receive] via " (the receiver logged it): in its tag, or in the
+// transport, as what comes before the transport holds no other "via".
+func channelAfter(s string) (channel, from, to, via string, recv, ok bool) {
 	channel, s = leadDigits(s)
 	if channel == "" {
 		return
@@ -36,40 +38,41 @@ func channelAfter(s string) (channel, from, to, via string, ok bool) {
 	if strings.HasPrefix(s, "/") {
 		var d string
 		if d, s = leadDigits(s[1:]); d == "" {
-			return "", "", "", "", false
+			return "", "", "", "", false, false
 		}
 	}
 	if s, ok = strings.CutPrefix(s, " : "); !ok {
 		return
 	}
 	if from, s = leadDigits(s); from == "" {
-		return "", "", "", "", false
+		return "", "", "", "", false, false
 	}
 	s = skipBusID(s)
 	if s, ok = strings.CutPrefix(s, " -> "); !ok {
 		return
 	}
 	if to, s = leadDigits(s); to == "" {
-		return "", "", "", "", false
+		return "", "", "", "", false, false
 	}
 	s = skipBusID(s)
-	for _, tag := range []string{" [send]", " [receive]"} {
-		if rest, cut := strings.CutPrefix(s, tag); cut && strings.HasPrefix(rest, " via ") {
-			s = rest
+	for _, t := range []string{" [send]", " [receive]"} {
+		if rest, cut := strings.CutPrefix(s, t); cut && strings.HasPrefix(rest, " via ") {
+			s, recv = rest, t == " [receive]"
 			break
 		}
 	}
 	if s, ok = strings.CutPrefix(s, " via "); !ok || s == "" {
-		return "", "", "", "", false
+		return "", "", "", "", false, false
 	}
 	via = strings.TrimRight(s, " \t\n\f\r")
 	if via == "" {
 		via = s[:1] // ".+?" takes one character at least
 	}
 	if strings.IndexByte(via, '\n') >= 0 { // "." matches no newline (a line never holds one)
-		return "", "", "", "", false
+		return "", "", "", "", false, false
 	}
-	return channel, from, to, via, true
+	recv = recv || strings.Contains(s, " [receive] via ") || strings.HasPrefix(s, "[receive] via ")
+	return channel, from, to, via, recv, true
 }
 
 func leadDigits(s string) (string, string) {

@@ -1,6 +1,9 @@
 package doctor
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzChannelMatchesRegexp holds the hand-written connection reader to channelRe, the regular
 // expression that documents every spelling: the same verdict and the same fields on any input.
@@ -33,6 +36,31 @@ func FuzzDeviceNumbersMatchesRegexp(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := deviceNumbers(s), netDevice.ReplaceAllString(s, "/<n>"); got != want {
 			t.Fatalf("%q: hand %q, regexp %q", s, got, want)
+		}
+	})
+}
+
+// FuzzConnectionFastPath holds the reading of a message that starts "Channel " (channelAfter
+// at its start) to channelOf over the whole message and its receive test to strings.Contains.
+func FuzzConnectionFastPath(f *testing.F) {
+	for _, s := range []string{
+		"00/0 : 8[0] -> 0[0] [receive] via NET/IB/0  ", "0 : 1 -> 2 via X [receive] via Y", "0 : 1 -> 2 via [receive] via ",
+		"0 : 1 -> 2 [send] via P2P/IPC", "03/24 :    0   1   2", "0 : 1 -> 2 via X [receive] via",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		msg := "Channel " + s
+		ch, from, to, via, recv, ok := channelAfter(s)
+		if !ok {
+			return // the slow path reads it as before
+		}
+		wch, wfrom, wto, wvia, wok := channelOf(msg)
+		if !wok || ch != wch || from != wfrom || to != wto || via != wvia {
+			t.Fatalf("%q: fast %q %q %q %q, channelOf %q %q %q %q %v", msg, ch, from, to, via, wch, wfrom, wto, wvia, wok)
+		}
+		if want := strings.Contains(msg, " [receive] via "); recv != want {
+			t.Fatalf("%q: receive %v, strings.Contains %v", msg, recv, want)
 		}
 	})
 }

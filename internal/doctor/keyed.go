@@ -22,6 +22,8 @@ type keyedRe struct {
 	// hand reads the expression's submatches by hand, where the expression is among the most
 	// frequent of a log (nil: the expression runs).
 	hand func(string) []string
+	// keyIDs are keys' indexes in msgLiterals, for an expression that reads messages.
+	keyIDs []int
 }
 
 // keyedExprs are every keyed expression, for the fuzz test.
@@ -99,6 +101,19 @@ func (k *keyedRe) submatches(s string) []string {
 	return k.re.FindStringSubmatch(s)
 }
 
+// holdsKey is mayPassKeys of s, given the literals s holds (keyIDs indexes them).
+func (k *keyedRe) holdsKey(holds literalBits, s string) bool {
+	if k.may != nil {
+		return k.may(s)
+	}
+	for _, id := range k.keyIDs {
+		if holds.has(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // findPastGate is find once the gate is passed.
 func (k *keyedRe) findPastGate(s string) []string {
 	if !k.mayPassKeys(s) {
@@ -109,8 +124,9 @@ func (k *keyedRe) findPastGate(s string) []string {
 
 // gateGroup is expressions behind one gate.
 type gateGroup struct {
-	gate  string
-	exprs []*keyedRe
+	gate   string
+	gateID int // the gate's index in msgLiterals (-1: none)
+	exprs  []*keyedRe
 }
 
 // byGate groups expressions by their gate, in their order ("" first: no gate).

@@ -278,8 +278,9 @@ func Parse(r io.Reader) (*Log, error) {
 	// The communicator each thread (host:pid:tid) and, failing that, each process (host:pid) is
 	// initialising: NCCL initialises a communicator in one thread, so concurrent inits in one
 	// process (process groups created together) stay apart.
-	current := map[procKey]*Comm{}
+	current := currentComms{byKey: map[procKey]*Comm{}}
 	pending := map[procKey]*Comm{} // connections logged before any Init line of their thread
+	var pendingOrder []procKey     // their threads, in the order the log started them
 	inits := map[initKey]int{}     // communicators without commId seen per thread and size
 	startSeen := map[procKey]bool{}
 	binary := 0
@@ -356,7 +357,7 @@ func Parse(r io.Reader) (*Log, error) {
 			}
 			if c[8] == "START" {
 				startSeen[thread] = true
-				current[thread], current[proc] = comm, comm
+				current.set(thread, proc, comm)
 			} else if !startSeen[thread] {
 				// NCCL before 2.9 prints no START and logs the connections first: they belong to
 				// the communicator this COMPLETE line names, and so do the thread's later ones.
@@ -364,21 +365,18 @@ func Parse(r io.Reader) (*Log, error) {
 					comm.absorb(p)
 					delete(pending, thread)
 				}
-				current[thread], current[proc] = comm, comm
+				current.set(thread, proc, comm)
 			}
 			return
 		}
-		comm := current[thread]
-		if comm == nil {
-			comm = current[proc]
-		}
+		comm := current.of(thread, proc)
 		if comm == nil {
 			if n := rec.find(nodesRe); n != nil {
 				// Its shape without its Init lines (an excerpt): one communicator per shape and
 				// run, the pointer differing in every process.
 				comm = l.commOfRank(fmt.Sprintf("(no Init line: %s ranks on %s nodes)", n[3], n[4]), atoi(n[2]), proc)
 				comm.Ranks, comm.rankHost[atoi(n[2])] = atoi(n[3]), rec.host
-				current[thread], current[proc] = comm, comm
+				current.set(thread, proc, comm)
 			} else if !strings.Contains(rec.msg, " via ") && !rec.ring && rec.find(nvlsHeadsRe) == nil && rec.find(nvls217Re) == nil && rec.find(collChanRe) == nil {
 				return
 			}
@@ -386,6 +384,7 @@ func Parse(r io.Reader) (*Log, error) {
 		if comm == nil {
 			if pending[thread] == nil {
 				pending[thread] = newComm("")
+				pendingOrder = append(pendingOrder, thread)
 			}
 			comm = pending[thread] // until an Init line says whose they are
 		}
@@ -421,8 +420,15 @@ func Parse(r io.Reader) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Connections never claimed by an Init line: the log is an excerpt.
-	for _, p := range pending { // absorb sums and unions: the order does not matter
+	// Connections never claimed by an Init line: the log is an excerpt. They are absorbed in
+	// the log's order: where two threads name one rank on different hosts (excerpts of several
+	// runs), the first to log it decides, as it does within a communicator.
+	for _, thread := range pendingOrder {
+		p := pending[thread]
+		if p == nil {
+			continue // claimed by an Init line
+		}
+		delete(pending, thread) // a thread started again after a claim is listed twice
 		x := l.comm(ExcerptComm)
 		x.Excerpt = true
 		x.absorb(p)
@@ -443,6 +449,35 @@ func Parse(r io.Reader) (*Log, error) {
 
 // procKey is a process (tid "") or one of its threads: host, pid, tid as NCCL prints them.
 type procKey struct{ host, pid, tid string }
+
+// currentComms is the communicator each thread and process sets up now. A thread logs its
+// connections one after another: the last answer is kept, as hashing three strings per line
+// cost more than the rest of the lookup.
+type currentComms struct {
+	byKey      map[procKey]*Comm
+	lastThread procKey
+	last       *Comm
+	lastValid  bool
+}
+
+func (c *currentComms) set(thread, proc procKey, comm *Comm) {
+	c.byKey[thread], c.byKey[proc] = comm, comm
+	c.lastValid = false
+}
+
+// of is the thread's communicator, else its process's (nil if neither has one); a thread
+// names its process.
+func (c *currentComms) of(thread, proc procKey) *Comm {
+	if c.lastValid && thread == c.lastThread {
+		return c.last
+	}
+	comm := c.byKey[thread]
+	if comm == nil {
+		comm = c.byKey[proc]
+	}
+	c.lastThread, c.last, c.lastValid = thread, comm, true
+	return comm
+}
 
 // initKey counts a thread's communicators of one size that have no commId.
 type initKey struct {
@@ -534,11 +569,16 @@ func (c *Comm) absorb(o *Comm) {
 // splitNCCL finds "host:pid:tid [dev] [location] NCCL INFO|WARN message" anywhere in a line,
 // or a record whose prefix was stripped to its device or to nothing (looseProcess).
 func splitNCCL(line string) (host, pid, tid, level, msg string, ok bool) {
+	return splitMarked(line, markNCCL(line))
+}
+
+// splitMarked is splitNCCL of a line whose markers are known.
+func splitMarked(line string, m marks) (host, pid, tid, level, msg string, ok bool) {
 	if rest, cut := strings.CutPrefix(strings.TrimLeft(line, " "), "NCCL "); cut && len(rest) > 5 && (rest[:5] == "INFO " || rest[:5] == "WARN ") {
 		return "", "", "", rest[:4], rest[5:], true
 	}
-	for from := 0; ; {
-		i := nextNCCL(line, from)
+	for n, from := 0, 0; ; n++ {
+		i := m.marker(line, n, from)
 		if i < 0 || len(line) < i+11 {
 			return unframed(line)
 		}
@@ -575,12 +615,54 @@ func nextNCCL(line string, from int) int {
 	return -1
 }
 
+// marks are where a line's first " NCCL " markers stand and whether it holds "NCCL version "
+// (versionRe's key), found in one pass: splitRecords, splitNCCL and the version test each
+// searched the whole line.
+type marks struct {
+	at      [2]int // the first two markers, -1 where none
+	more    bool   // a third or later exists
+	version bool
+}
+
+func markNCCL(line string) marks {
+	m := marks{at: [2]int{-1, -1}}
+	n := 0
+	for k := 0; k < len(line); k++ {
+		j := strings.Index(line[k:], "NCCL ")
+		if j < 0 {
+			break
+		}
+		k += j
+		if k > 0 && line[k-1] == ' ' {
+			if n < len(m.at) {
+				m.at[n] = k - 1
+			} else {
+				m.more = true
+			}
+			n++
+		}
+		m.version = m.version || strings.HasPrefix(line[k+len("NCCL "):], "version ")
+	}
+	return m
+}
+
+// marker is the nth marker of line (what the nth nextNCCL finds, from the one before), -1 if none.
+func (m marks) marker(line string, n, from int) int {
+	switch {
+	case n < len(m.at):
+		return m.at[n]
+	case m.more:
+		return nextNCCL(line, from)
+	}
+	return -1
+}
+
 // splitRecords cuts a physical line wherever an NCCL record ("host:pid:tid [dev] NCCL INFO|WARN")
 // starts again after the first: a paste from a terminal that wrapped or joined lines holds
 // several, and the later ones (a communicator's Init line among them) would be lost as the first
 // record's text.
-func splitRecords(line string) []string {
-	if first := nextNCCL(line, 0); first < 0 || nextNCCL(line, first+1) < 0 { // the common case
+func splitRecords(line string, m marks) []string {
+	if m.at[1] < 0 { // the common case
 		return nil
 	}
 	var starts []int

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gpucluster/gpucluster/components/topology"
 )
 
 // A line longer than any buffer (a progress bar redrawn with \r for hours) must not end the read:
@@ -109,5 +111,29 @@ func TestBareExcerptAndSrunPrefix(t *testing.T) {
 	}
 	if got["intra-node shm"] != 1 || got["inter-node net-socket"] != 1 || got["intra-node p2p"] != 1 || c.Ranks != 0 {
 		t.Errorf("connections %v, ranks %d", got, c.Ranks)
+	}
+}
+
+// TestExcerptsOfSeveralThreadsReadInTheLogsOrder: connections logged without an Init line by
+// several threads become one excerpt communicator; where two threads name one rank on
+// different hosts (excerpts of two runs pasted together), the thread the log shows first
+// decides, every time. Host a logs rank 0 first, so ranks 0 and 1 share host a and their
+// socket connection is within the node; host b's later claim on rank 0 changes nothing.
+func TestExcerptsOfSeveralThreadsReadInTheLogsOrder(t *testing.T) {
+	log := strings.Join([]string{
+		"a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+		"b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+		"c:4:4 [0] NCCL INFO Channel 01/0 : 2[0] -> 3[1] via NET/Socket/0",
+		"a:3:3 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via NET/Socket/0",
+	}, "\n") + "\n"
+	for range 20 { // the threads were absorbed in a map's order
+		l, err := Parse(strings.NewReader(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Diagnose(l, nil, nil, "")
+		if len(r.Communicators) != 1 || r.Communicators[0].IntraNode != topology.TransportNetSocket {
+			t.Fatalf("want one excerpt communicator with its socket connection within host a: %+v", r.Communicators)
+		}
 	}
 }

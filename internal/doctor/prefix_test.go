@@ -102,6 +102,50 @@ func FuzzNextNCCLIsIndex(f *testing.F) {
 	})
 }
 
+// FuzzMarksAreTheSearches holds markNCCL's one pass to the searches it replaces: every
+// marker nextNCCL finds, in order, and strings.Contains of versionRe's key.
+func FuzzMarksAreTheSearches(f *testing.F) {
+	f.Add(" NCCL INFO NCCL version 2.21.5")
+	f.Add("NCCL  NCCL x NCCL  NCCL version NCCL ")
+	f.Add("NCCL version 2.3")
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		m := markNCCL(s)
+		if want := strings.Contains(s, "NCCL version "); m.version != want {
+			t.Fatalf("%q: version %v, strings.Contains %v", s, m.version, want)
+		}
+		for n, from := 0, 0; ; n++ {
+			want := nextNCCL(s, from)
+			if got := m.marker(s, n, from); got != want {
+				t.Fatalf("%q: marker %d at %d, nextNCCL %d", s, n, got, want)
+			}
+			if want < 0 {
+				break
+			}
+			from = want + 1
+		}
+	})
+}
+
+// FuzzLineChecksAreTheSearches holds readLine's one-pass byte checks to the searches they
+// replace.
+func FuzzLineChecksAreTheSearches(f *testing.F) {
+	for _, s := range []string{"plain", "\x00", "é", "\x1b[32mx\x1b[0m", "read[32m [repeated 7x][0m", "[0", "0m", "[0[0m", "12345678\x1b"} {
+		f.Add(s)
+	}
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		ascii, nul, esc := scanBytes(s)
+		wantASCII := !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 })
+		if ascii != wantASCII || nul != (strings.IndexByte(s, 0) >= 0) || esc != (strings.IndexByte(s, 0x1b) >= 0) {
+			t.Fatalf("%q: ascii %v nul %v esc %v", s, ascii, nul, esc)
+		}
+		if got, want := resetCode(s), strings.Contains(s, "[0m"); got != want {
+			t.Fatalf("%q: resetCode %v, strings.Contains %v", s, got, want)
+		}
+	})
+}
+
 // FuzzFailureGateIsNecessary holds the words a line must hold for Failures.read to look at it
 // (mayReportFailure) to the expressions it then runs: no failure a line reports is skipped.
 func FuzzFailureGateIsNecessary(f *testing.F) {

@@ -94,13 +94,34 @@ var (
 	onMsg     = byGate(slices.DeleteFunc(slices.Clone(keyedExprs), func(k *keyedRe) bool {
 		return k == versionRe || slices.Contains(onFailure, k)
 	}))
+	// msgLiterals are onMsg's gates and keys, looked for in one pass over a message.
+	msgLiterals = indexLiterals(onMsg)
 )
+
+// indexLiterals gives every gate and key of groups its index in one literalSet.
+func indexLiterals(groups []gateGroup) *literalSet {
+	set := newLiteralSet()
+	for i := range groups {
+		g := &groups[i]
+		g.gateID = set.id(g.gate)
+		for _, k := range g.exprs {
+			k.keyIDs = k.keyIDs[:0]
+			for _, key := range k.keys {
+				k.keyIDs = append(k.keyIDs, set.id(key))
+			}
+		}
+	}
+	return set
+}
 
 // reading is one worker's state while it reads a batch: where records' hits are kept, and
 // the transports already placed (a log names a handful; normalising one allocates).
 type reading struct {
 	hits   []hit
 	placed map[string][2]string
+	// lastVia is the transport placed last, as placed said.
+	lastVia    string
+	lastPlaced [2]string
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string][]hit
@@ -120,39 +141,92 @@ func (rd *reading) classOf(msg string) string {
 
 // readLine turns one physical line into its records, appending them to out.
 func (rd *reading) readLine(raw string, cut int64, out []record) []record {
-	first := record{newLine: true, cut: cut}
-	if !utf8.ValidString(raw) || strings.IndexByte(raw, 0) >= 0 {
+	// Records are filled where they stay: a record is too large to copy twice per line.
+	out = append(out, record{newLine: true, cut: cut})
+	first := &out[len(out)-1]
+	ascii, nul, esc := scanBytes(raw)
+	if !ascii && !utf8.ValidString(raw) || nul {
 		first.binary = true
-		return append(out, first)
+		return out
 	}
-	if strings.IndexByte(raw, 0x1b) >= 0 || strings.Contains(raw, "[0m") {
+	if esc || resetCode(raw) {
 		raw = withoutColour(raw) // Ray and other launchers colour their own words
 	}
-	texts := splitRecords(raw)
+	m := markNCCL(raw)
+	texts := splitRecords(raw, m)
 	if len(texts) < 2 {
-		texts = []string{raw}
-	} else {
-		first.joined = true
+		first.line = raw
+		rd.read(first, m)
+		return out
 	}
+	first.joined = true
 	for i, text := range texts {
-		r := first
 		if i > 0 {
-			r = record{}
+			out = append(out, record{})
 		}
+		r := &out[len(out)-1]
 		r.line = text
-		rd.read(&r)
-		out = append(out, r)
+		rd.read(r, markNCCL(text))
 	}
 	return out
 }
 
-// read works out what the record says by itself.
-func (rd *reading) read(r *record) {
-	start := len(rd.hits)
-	if m := versionRe.find(r.line); m != nil {
-		rd.hits = append(rd.hits, hit{versionRe, m})
+// resetCode says whether s holds "[0m", a colour's reset whose ESC a paste lost: looked for
+// from its 'm', which a log's lines hold far fewer of than '['.
+func resetCode(s string) bool {
+	for i := strings.IndexByte(s, 'm'); i >= 0; {
+		if i >= 2 && s[i-2] == '[' && s[i-1] == '0' {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], 'm')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
 	}
-	r.host, r.pid, r.tid, r.level, r.msg, r.nccl = splitNCCL(r.line)
+	return false
+}
+
+// scanBytes says, in one pass, whether s is all ASCII, holds a NUL and holds an ESC: eight
+// bytes at a time, as a log's lines are long and almost always plain ASCII.
+func scanBytes(s string) (ascii, nul, esc bool) {
+	const ones, highs, escs = 0x0101010101010101, 0x8080808080808080, 0x1b1b1b1b1b1b1b1b
+	var high, zero, escape uint64
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		high |= x
+		// A byte is zero where (x - 1) borrows into its high bit and x's own high bit is clear.
+		zero |= (x - ones) &^ x
+		y := x ^ escs
+		escape |= (y - ones) &^ y
+	}
+	high &= highs
+	zero &= highs
+	escape &= highs
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			high = 1
+		case c == 0:
+			zero = 1
+		case c == 0x1b:
+			escape = 1
+		}
+	}
+	return high == 0, zero != 0, escape != 0
+}
+
+// read works out what the record says by itself.
+func (rd *reading) read(r *record, marks marks) {
+	start := len(rd.hits)
+	if marks.version { // versionRe's key
+		if m := versionRe.submatches(r.line); m != nil {
+			rd.hits = append(rd.hits, hit{versionRe, m})
+		}
+	}
+	r.host, r.pid, r.tid, r.level, r.msg, r.nccl = splitMarked(r.line, marks)
 	// An NCCL INFO record is none of the failures Failures.read looks for (a framework's, a
 	// launcher's, libfabric's, nccl-tests'; a WARN may be the shared-memory one): most of a log,
 	// its words are not looked for. readNCCL follows NCCL's own records.
@@ -179,29 +253,43 @@ func (rd *reading) read(r *record) {
 		}
 	}
 	if r.nccl && strings.HasPrefix(r.msg, "Channel ") {
+		// The hot path: when a connection starts the message, it is the leftmost match
+		// channelOf would find, without looking for one.
+		if ch, from, to, via, recv, ok := channelAfter(r.msg[len("Channel "):]); ok {
+			rd.connection(r, recv, ch, from, to, via)
+			return
+		}
 		if ch, n, ok := ringOrder(r.msg); ok {
 			r.ring, r.ringChannel, r.rings = true, ch, n
 			return
 		}
 	}
 	if ch, from, to, via, ok := channelOf(text); ok {
-		r.conn, r.channel, r.from, r.to = true, atoi(ch), atoi(from), atoi(to)
-		r.printer = r.from
-		if strings.Contains(text, " [receive] via ") {
-			r.printer = r.to
+		rd.connection(r, strings.Contains(text, " [receive] via "), ch, from, to, via)
+	}
+}
+
+// connection fills r with the connection channelOf read, logged by its receiver if recv.
+func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
+	r.conn, r.channel, r.from, r.to = true, atoi(ch), atoi(from), atoi(to)
+	r.printer = r.from
+	if recv {
+		r.printer = r.to
+	}
+	if strings.Contains(via, " nRanks ") {
+		if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
+			r.commRanks = atoi(m[1])
 		}
-		if strings.Contains(via, " nRanks ") {
-			if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
-				r.commRanks = atoi(m[1])
-			}
-		}
+	}
+	if via != rd.lastVia { // a run of connections mostly shares its transport
 		p, ok := rd.placed[via]
 		if !ok {
 			p[0], p[1] = placeTransport(transportName(via))
 			rd.placed[via] = p
 		}
-		r.via, r.where = p[0], p[1]
+		rd.lastVia, rd.lastPlaced = via, p
 	}
+	r.via, r.where = rd.lastPlaced[0], rd.lastPlaced[1]
 }
 
 // readMessage is what an NCCL message matches of the expressions that read messages.
@@ -210,13 +298,16 @@ func (rd *reading) readMessage(msg string) []hit {
 		return hits
 	}
 	start := len(rd.hits)
+	holds := msgLiterals.in(msg)
 	for _, g := range onMsg {
-		if g.gate != "" && !strings.Contains(msg, g.gate) {
+		if g.gateID >= 0 && !holds.has(g.gateID) {
 			continue
 		}
 		for _, k := range g.exprs {
-			if m := k.findPastGate(msg); m != nil {
-				rd.hits = append(rd.hits, hit{k, m})
+			if k.holdsKey(holds, msg) {
+				if m := k.submatches(msg); m != nil {
+					rd.hits = append(rd.hits, hit{k, m})
+				}
 			}
 		}
 	}
@@ -369,8 +460,10 @@ func ringOrder(msg string) (channel, count int, ok bool) {
 		return 0, 0, false
 	}
 	// Ranks and spaces only, and the "..." of a line 2.23 cut at 127 characters (src/graph/rings.cc).
-	if strings.Trim(s, " .0123456789") != "" {
-		return 0, 0, false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != ' ' && c != '.' && (c < '0' || c > '9') {
+			return 0, 0, false
+		}
 	}
 	return atoi(ch), atoi(n), true
 }

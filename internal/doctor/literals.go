@@ -1,0 +1,90 @@
+package doctor
+
+import (
+	"math/bits"
+	"strings"
+)
+
+// literalSet finds, in one pass over a text, which of a fixed set of literal strings it holds:
+// the message expressions' gates and keys, which were one substring search each (a message is
+// read against dozens). Every position's first two bytes pick the literals that can start
+// there from a small table; only those are compared. The answer is exactly strings.Contains's
+// for each literal (TestLiteralSetIsContains).
+type literalSet struct {
+	literals []string
+	// starting holds, per hash of two bytes, the literals whose first two bytes hash there.
+	starting [1 << 12]literalBits
+	// short are the literals of one byte, looked for with IndexByte.
+	short literalBits
+}
+
+// literalBits is a set of literals by their index.
+type literalBits [2]uint64
+
+const maxLiterals = len(literalBits{}) * 64
+
+func (b *literalBits) add(i int)     { b[i/64] |= 1 << (i % 64) }
+func (b literalBits) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b literalBits) empty() bool    { return b == literalBits{} }
+func (b literalBits) without(o literalBits) literalBits {
+	return literalBits{b[0] &^ o[0], b[1] &^ o[1]}
+}
+
+func pairHash(a, b byte) int { return (int(a)<<4 ^ int(b)) & (1<<12 - 1) }
+
+// newLiteralSet indexes literals; adding one twice returns its first index (see id).
+func newLiteralSet() *literalSet { return &literalSet{} }
+
+// id is literal's index in the set, added if new. An empty literal has none (-1): every text
+// holds it.
+func (s *literalSet) id(literal string) int {
+	if literal == "" {
+		return -1
+	}
+	for i, l := range s.literals {
+		if l == literal {
+			return i
+		}
+	}
+	i := len(s.literals)
+	if i == maxLiterals {
+		panic("literalSet: more than maxLiterals literals; widen literalBits")
+	}
+	s.literals = append(s.literals, literal)
+	if len(literal) == 1 {
+		s.short.add(i)
+	} else {
+		s.starting[pairHash(literal[0], literal[1])].add(i)
+	}
+	return i
+}
+
+// in is the set of literals text holds.
+func (s *literalSet) in(text string) literalBits {
+	var found literalBits
+	for i := 0; i+1 < len(text); i++ {
+		cand := s.starting[pairHash(text[i], text[i+1])].without(found)
+		if cand.empty() {
+			continue
+		}
+		for w, word := range cand {
+			for word != 0 {
+				j := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				if strings.HasPrefix(text[i:], s.literals[j]) {
+					found.add(j)
+				}
+			}
+		}
+	}
+	for w, word := range s.short {
+		for word != 0 {
+			j := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if strings.IndexByte(text, s.literals[j][0]) >= 0 {
+				found.add(j)
+			}
+		}
+	}
+	return found
+}

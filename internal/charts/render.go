@@ -1,0 +1,123 @@
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+// render is what helm.sh/helm/v3 v3.18.6's install action renders for pulumi-kubernetes's
+// helm.sh/v4:Chart (provider/v4 pkg/provider/helm/v4/chart.go at f47bc2d6f199: client-only, a
+// server dry run, CRDs included, hooks disabled), step by step as pkg/action/install.go's
+// RunWithContext and action.go's renderResources take it: dependencies processed with the
+// values, the release options of a first install, the chart's kubeVersion checked, the templates
+// rendered, NOTES.txt dropped, hooks set apart (not applied), the CRDs of crds/ first and then
+// the manifests in Helm's install order. A template's `lookup` finds nothing, as it finds
+// nothing on a cluster that does not hold the chart's objects yet (a first `pulumi up`).
+func render(archive []byte, req Request) ([]Object, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	if t := ch.Metadata.Type; t != "" && t != "application" {
+		return nil, fmt.Errorf("%s charts are not installable", t)
+	}
+	raw, err := json.Marshal(req.Values) // a deep copy: Helm writes into the values it is given
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	vals, err := chartutil.ReadValues(raw)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: "v" + req.KubernetesVersion + ".0", Major: majorOf(req.KubernetesVersion), Minor: minorOf(req.KubernetesVersion)}
+	options := chartutil.ReleaseOptions{Name: req.Release, Namespace: req.Namespace, Revision: 1, IsInstall: true}
+	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())
+	}
+	var e engine.Engine
+	files, err := e.Render(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var objs []Object
+	for _, crd := range ch.CRDObjects() {
+		o, err := decode(crd.Filename, crd.File.Data)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	for _, m := range manifests {
+		o, err := decode(m.Name, []byte(m.Content))
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, o...)
+	}
+	return normalize(objs, req.Namespace)
+}
+
+// decode reads every object of one rendered file, as the provider's yaml/v2 Parse reads the
+// manifest: documents that are empty are skipped, a List gives its items.
+func decode(source string, data []byte) ([]Object, error) {
+	var out []Object
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		if len(doc) == 0 {
+			continue
+		}
+		if kind, _ := doc["kind"].(string); strings.HasSuffix(kind, "List") {
+			if items, ok := doc["items"].([]any); ok {
+				for _, it := range items {
+					if m, ok := it.(map[string]any); ok {
+						out = append(out, Object{Source: source, Manifest: m})
+					}
+				}
+				continue
+			}
+		}
+		out = append(out, Object{Source: source, Manifest: doc})
+	}
+}
+
+func majorOf(v string) string { major, _, _ := strings.Cut(v, "."); return major }
+func minorOf(v string) string {
+	_, minor, _ := strings.Cut(v, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return minor
+}

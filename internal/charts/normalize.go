@@ -2,8 +2,9 @@ package charts
 
 import "fmt"
 
-// clusterScoped are the built-in kinds that have no namespace (kube-apiserver's discovery at
-// Kubernetes 1.33–1.35: `kubectl api-resources --namespaced=false`), by "group/Kind".
+// clusterScoped are the built-in kinds that have no namespace, by "group/Kind": the list
+// `kubectl api-resources --namespaced=false` prints. Written down here, not yet held to a live
+// API server's discovery; the tier's comparison with what the provider applied will hold it.
 var clusterScoped = map[string]bool{
 	"/Namespace": true, "/Node": true, "/PersistentVolume": true, "/ComponentStatus": true,
 	"rbac.authorization.k8s.io/ClusterRole": true, "rbac.authorization.k8s.io/ClusterRoleBinding": true,

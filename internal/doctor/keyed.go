@@ -114,14 +114,6 @@ func (k *keyedRe) holdsKey(holds literalBits, s string) bool {
 	return false
 }
 
-// findPastGate is find once the gate is passed.
-func (k *keyedRe) findPastGate(s string) []string {
-	if !k.mayPassKeys(s) {
-		return nil
-	}
-	return k.submatches(s)
-}
-
 // gateGroup is expressions behind one gate.
 type gateGroup struct {
 	gate   string

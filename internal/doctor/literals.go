@@ -9,7 +9,7 @@ import (
 // the message expressions' gates and keys, which were one substring search each (a message is
 // read against dozens). Every position's first two bytes pick the literals that can start
 // there from a small table; only those are compared. The answer is exactly strings.Contains's
-// for each literal (TestLiteralSetIsContains).
+// for each literal (FuzzLiteralSetIsContains).
 type literalSet struct {
 	literals []string
 	// starting holds, per hash of two bytes, the literals whose first two bytes hash there.
@@ -32,7 +32,7 @@ func (b literalBits) without(o literalBits) literalBits {
 
 func pairHash(a, b byte) int { return (int(a)<<4 ^ int(b)) & (1<<12 - 1) }
 
-// newLiteralSet indexes literals; adding one twice returns its first index (see id).
+// newLiteralSet is an empty set; id adds to it.
 func newLiteralSet() *literalSet { return &literalSet{} }
 
 // id is literal's index in the set, added if new. An empty literal has none (-1): every text

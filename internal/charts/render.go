@@ -84,8 +84,9 @@ func render(archive []byte, req Request) ([]Object, error) {
 	return normalize(objs, req.Namespace)
 }
 
-// decode reads every object of one rendered file, as the provider's yaml/v2 Parse reads the
-// manifest: documents that are empty are skipped, a List gives its items.
+// decode reads every object of one rendered file, as the provider's yaml/v2 Parse and Normalize
+// read the manifest: empty documents are skipped, and a document with a list of items (a List;
+// unstructured's IsList) gives its items, lists within it included.
 func decode(source string, data []byte) ([]Object, error) {
 	var out []Object
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -98,21 +99,23 @@ func decode(source string, data []byte) ([]Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
-		if len(doc) == 0 {
-			continue
+		if len(doc) > 0 {
+			out = appendExpanded(out, source, doc)
 		}
-		if kind, _ := doc["kind"].(string); strings.HasSuffix(kind, "List") {
-			if items, ok := doc["items"].([]any); ok {
-				for _, it := range items {
-					if m, ok := it.(map[string]any); ok {
-						out = append(out, Object{Source: source, Manifest: m})
-					}
-				}
-				continue
-			}
-		}
-		out = append(out, Object{Source: source, Manifest: doc})
 	}
+}
+
+func appendExpanded(out []Object, source string, doc map[string]any) []Object {
+	items, isList := doc["items"].([]any)
+	if !isList {
+		return append(out, Object{Source: source, Manifest: doc})
+	}
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = appendExpanded(out, source, m)
+		}
+	}
+	return out
 }
 
 func majorOf(v string) string { major, _, _ := strings.Cut(v, "."); return major }

@@ -10,14 +10,15 @@ import (
 )
 
 // OwnPrograms are the main packages of this module the real-engine tier runs: the gpucluster CLI
-// its walkthroughs run, the aws provider double and the aws CLI stand-in.
-var OwnPrograms = []string{"./cmd/gpucluster", "./test/realengine/cmd/pulumi-resource-aws", "./test/realengine/cmd/aws"}
+// its walkthroughs run and its chart renderer (beside it, where the CLI finds it), the aws
+// provider double and the aws CLI stand-in.
+var OwnPrograms = []string{"./cmd/gpucluster", "./cmd/gpucluster-charts", "./test/realengine/cmd/pulumi-resource-aws", "./test/realengine/cmd/aws"}
 
 // BuildOwn builds OwnPrograms from the current sources into one directory per checkout (under
 // CacheDir, named by a hash of the repository's path) and returns it. go build finds a binary
 // there up to date and does not link it again, so the tier's fifteen test binaries, and `make
 // harness` before them, link these programs once per change, not once each (a link of the three
-// is 8 to 9 s of CPU). One process builds at a time (a lock file beside the directory).
+// others is 8 to 9 s of CPU). One process builds at a time (a lock file beside the directory).
 func BuildOwn() (string, error) {
 	cache, err := CacheDir()
 	if err != nil {

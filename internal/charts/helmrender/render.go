@@ -1,4 +1,4 @@
-package charts
+package helmrender
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"io"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/gpucluster/gpucluster/internal/charts"
 )
 
 // render is what helm.sh/helm/v3 v3.18.6's install action renders for pulumi-kubernetes's
@@ -23,7 +25,7 @@ import (
 // rendered, NOTES.txt dropped, hooks set apart (not applied), the CRDs of crds/ first and then
 // the manifests in Helm's install order. A template's `lookup` finds nothing, as it finds
 // nothing on a cluster that does not hold the chart's objects yet (a first `pulumi up`).
-func render(archive []byte, req Request) ([]Object, error) {
+func render(archive []byte, req charts.Request) ([]charts.Object, error) {
 	ch, err := loader.LoadArchive(bytes.NewReader(archive))
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
@@ -66,30 +68,40 @@ func render(archive []byte, req Request) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objs []Object
+	var objs []charts.Object
+	// Each file is read as the release manifest holds it, followed by a newline (action.go
+	// renderResources: "---\n# Source: %s\n%s\n"): a block scalar at a file's end keeps its
+	// final line break.
 	for _, crd := range ch.CRDObjects() {
-		o, err := decode(crd.Filename, crd.File.Data)
+		o, err := decode(crd.Filename, append(crd.File.Data[:len(crd.File.Data):len(crd.File.Data)], '\n'))
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, o...)
 	}
 	for _, m := range manifests {
-		o, err := decode(m.Name, []byte(m.Content))
+		o, err := decode(m.Name, []byte(m.Content+"\n"))
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, o...)
 	}
-	return normalize(objs, req.Namespace)
+	if objs, err = normalize(objs, req.Namespace); err != nil {
+		return nil, err
+	}
+	for i := range objs {
+		objs[i].Manifest = asChecked(objs[i].Manifest)
+	}
+	return objs, nil
 }
 
-// decode reads every object of one rendered file, as the provider's yaml/v2 Parse and Normalize
-// read the manifest: empty documents are skipped, and a document with a list of items (a List;
-// unstructured's IsList) gives its items, lists within it included.
-func decode(source string, data []byte) ([]Object, error) {
-	var out []Object
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+// decode reads every object of one rendered file as the provider's yaml/v2 Parse reads the
+// release manifest (yamlDecode: apimachinery's YAMLOrJSONDecoder, YAML as sigs.k8s.io/yaml reads
+// it) and Normalize expands it: empty documents are skipped, and a document with a list of items
+// (a List; unstructured's IsList) gives its items, lists within it included.
+func decode(source string, data []byte) ([]charts.Object, error) {
+	var out []charts.Object
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 128)
 	for {
 		var doc map[string]any
 		err := dec.Decode(&doc)
@@ -105,10 +117,10 @@ func decode(source string, data []byte) ([]Object, error) {
 	}
 }
 
-func appendExpanded(out []Object, source string, doc map[string]any) []Object {
+func appendExpanded(out []charts.Object, source string, doc map[string]any) []charts.Object {
 	items, isList := doc["items"].([]any)
 	if !isList {
-		return append(out, Object{Source: source, Manifest: doc})
+		return append(out, charts.Object{Source: source, Manifest: doc})
 	}
 	for _, it := range items {
 		if m, ok := it.(map[string]any); ok {

@@ -1,6 +1,10 @@
-package charts
+package helmrender
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpucluster/gpucluster/internal/charts"
+)
 
 // clusterScoped are the built-in kinds that have no namespace, by "group/Kind": the list
 // `kubectl api-resources --namespaced=false` prints. Written down here, not yet held to a live
@@ -42,7 +46,7 @@ var clusterScoped = map[string]bool{
 // normalize gives every namespaced object without a namespace the release's, as the provider's
 // yaml/v2 Normalize does: a kind is cluster-scoped when it is a built-in one that is, or when a
 // CRD of the same render says so (the provider looks there before asking the cluster).
-func normalize(objs []Object, namespace string) ([]Object, error) {
+func normalize(objs []charts.Object, namespace string) ([]charts.Object, error) {
 	crdScope := map[string]string{}
 	for _, o := range objs {
 		if o.Kind() != "CustomResourceDefinition" {

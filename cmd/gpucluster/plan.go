@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/program"
+	"github.com/gpucluster/gpucluster/internal/charts"
 	"github.com/gpucluster/gpucluster/internal/plan"
 )
 
@@ -17,11 +18,12 @@ import (
 const DefaultStack = "dev"
 
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
-	c := newCLI("plan", "plan [--stack NAME | --config FILE | --all] [--out DIR]", stdout, stderr)
+	c := newCLI("plan", "plan [--stack NAME | --config FILE | --all] [--out DIR] [--require-charts]", stdout, stderr)
 	stack := c.fs.String("stack", "", "stack to plan (default "+DefaultStack+"): stacks/Pulumi.<stack>.yaml")
 	config := c.fs.String("config", "", "plan this stack file instead (any path)")
 	out := c.fs.String("out", "", "bundle directory (default the project's review/<stack>; with --all, the parent of one directory per stack)")
 	all := c.fs.Bool("all", false, "plan every stack in stacks/")
+	requireCharts := c.fs.Bool("require-charts", false, "fail (exit 1) when a Helm chart of the stack could not be fetched or rendered; the bundle is written either way")
 	if code, ok := c.parseFlagsOnly(args, planArgument); !ok {
 		return code
 	}
@@ -62,7 +64,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		files = []string{f}
 	}
-	reviewDir := filepath.Join(projectOr(cwd, files[0]), "review")
+	project := projectOr(cwd, files[0])
+	reviewDir := filepath.Join(project, "review")
+	renderer := charts.OnDemand{ProjectDir: project, Progress: stderr}
 	code := exitOK
 	for i, f := range files {
 		dir := filepath.Join(reviewDir, topology.StackName(f))
@@ -75,7 +79,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if *all {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), relative(f))
 		}
-		code = max(code, planOne(f, dir, stdout, stderr))
+		code = max(code, planOne(f, dir, renderer, *requireCharts, stdout, stderr))
 	}
 	return code
 }
@@ -99,8 +103,8 @@ func projectOr(cwd, stackFile string) string {
 	return cwd
 }
 
-func planOne(file, dir string, stdout, stderr io.Writer) int {
-	r, err := plan.Write(relative(file), dir, now())
+func planOne(file, dir string, renderer charts.Renderer, requireCharts bool, stdout, stderr io.Writer) int {
+	r, err := plan.Write(relative(file), dir, now(), renderer)
 	if err != nil {
 		var ces topology.ConfigErrors
 		if errors.As(err, &ces) {
@@ -129,7 +133,12 @@ func planOne(file, dir string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "  error: %s %s: %s\n", f.Pool, f.Code, f.Message)
 		}
 	}
-	if errs > 0 {
+	for _, c := range r.Charts {
+		if c.Reason != "" {
+			fmt.Fprintf(stderr, "  chart %s (%s %s) not rendered: its objects are not in the review: %s\n", c.Request.Resource, c.Request.Chart, c.Request.Version, c.Reason)
+		}
+	}
+	if errs > 0 || (requireCharts && r.ChartsNotRendered() > 0) {
 		return 1
 	}
 	return 0

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpucluster/gpucluster/components/kueue"
 )
 
 func TestPlanDefaultsToTheDevStack(t *testing.T) {
@@ -183,5 +185,24 @@ func TestOfflineCommandsNameUnseenESCEnvironments(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "b", "REVIEW.md")); !strings.Contains(string(b), "imports ESC environment(s) platform/aws") {
 		t.Error("REVIEW.md does not say the environment was not read")
+	}
+}
+
+// TestPlanSaysWhichChartsAreNotRendered: a chart not rendered (here the renderer is off: TestMain)
+// is named on standard error with why; the bundle is written either way, and the exit is 0, or 1
+// with --require-charts.
+func TestPlanSaysWhichChartsAreNotRendered(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{nil, 0}, {[]string{"--require-charts"}, 1}} {
+		out := filepath.Join(t.TempDir(), "b")
+		code, _, stderr := runCLI(append([]string{"plan", "--stack", "g6e-efa", "--out", out}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, "("+kueue.ChartRef+" "+kueue.ChartVersion+") not rendered") || !strings.Contains(stderr, "GPUCLUSTER_CHART_RENDERER=off") {
+			t.Errorf("plan %v: exit %d, want %d, naming the Kueue chart and why:\n%s", c.args, code, c.code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "REVIEW.md")); err != nil {
+			t.Errorf("plan %v wrote no bundle: %v", c.args, err)
+		}
 	}
 }

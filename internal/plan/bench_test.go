@@ -14,7 +14,7 @@ import (
 func BenchmarkPlanLargestStack(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Evaluate(stack("karpenter-p5"), testDay); err != nil {
+		if _, err := Evaluate(stack("karpenter-p5"), testDay, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -28,7 +28,7 @@ func BenchmarkPlanPools(b *testing.B) {
 		b.Run(fmt.Sprintf("pools=%d", pools), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				r, err := Evaluate(file, testDay)
+				r, err := Evaluate(file, testDay, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -35,7 +35,7 @@ func TestEveryStackPlansAtItsLongestClusterName(t *testing.T) {
 			if err := os.WriteFile(copyFile, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := Write(copyFile, filepath.Join(t.TempDir(), "review"), testDay)
+			r, err := Write(copyFile, filepath.Join(t.TempDir(), "review"), testDay, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
 	"github.com/gpucluster/gpucluster/infra/program"
+	"github.com/gpucluster/gpucluster/internal/charts"
 )
 
 // Result is what a plan produced.
@@ -27,7 +28,21 @@ type Result struct {
 	// ARNs known at deploy (policyTemplates), by URN.
 	PolicyTemplates map[string]any
 	Findings        []Finding
-	Files           map[string][]byte // bundle path → content
+	// Charts are the stack's Helm charts, in the program's order: each rendered as pulumi up will
+	// apply it, or with the reason it is not.
+	Charts []charts.Rendered
+	Files  map[string][]byte // bundle path → content
+}
+
+// ChartsNotRendered counts the charts the bundle does not show object by object.
+func (r *Result) ChartsNotRendered() int {
+	n := 0
+	for _, c := range r.Charts {
+		if c.Reason != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Errors counts the error findings: a plan with any fails.
@@ -43,8 +58,9 @@ func (r *Result) Errors() int {
 
 // Evaluate plans one stack file in memory as on the instant at, which the caller read from its
 // clock once: the support window, the cost and the expiry are all judged on it. An invalid file
-// gives topology.ConfigErrors.
-func Evaluate(stackFile string, at time.Time) (*Result, error) {
+// gives topology.ConfigErrors. renderer renders the stack's Helm charts; nil leaves each chart
+// as its reference, version and values, saying it was not rendered.
+func Evaluate(stackFile string, at time.Time, renderer charts.Renderer) (*Result, error) {
 	spec, err := topology.LoadStack(stackFile, at)
 	if err != nil {
 		return nil, err
@@ -59,6 +75,7 @@ func Evaluate(stackFile string, at time.Time) (*Result, error) {
 		return nil, err
 	}
 	r.Findings = Review(spec)
+	r.Charts = renderCharts(spec, r.Resources, renderer)
 	r.Files, err = bundle(r)
 	return r, err
 }
@@ -66,7 +83,7 @@ func Evaluate(stackFile string, at time.Time) (*Result, error) {
 // Write plans a stack file as on the instant at and writes its bundle to dir. Nothing is written when the file is
 // invalid or the program fails, nor when dir is anything but a new or empty directory or a
 // previous bundle (see writeBundle); the bundle appears whole or not at all.
-func Write(stackFile, dir string, at time.Time) (*Result, error) {
+func Write(stackFile, dir string, at time.Time, renderer charts.Renderer) (*Result, error) {
 	protect, err := protectedPaths(stackFile)
 	if err != nil {
 		return nil, err
@@ -74,7 +91,7 @@ func Write(stackFile, dir string, at time.Time) (*Result, error) {
 	if _, err := checkOutput(dir, protect); err != nil {
 		return nil, err // before the program runs: a refused directory costs nothing
 	}
-	r, err := Evaluate(stackFile, at)
+	r, err := Evaluate(stackFile, at, renderer)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +151,7 @@ func bundle(r *Result) (map[string][]byte, error) {
 		return nil, err
 	}
 	files["plan.json"] = append(b, '\n')
-	manifests, err := manifests(r.Resources)
+	manifests, err := manifests(r.Resources, r.Charts)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +170,12 @@ func bundle(r *Result) (map[string][]byte, error) {
 }
 
 // manifests renders every Kubernetes object as it would be applied, and every Helm chart as its
-// reference, version and values.
-func manifests(resources []offline.Resource) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// reference, version and values, with its objects (chartManifests).
+func manifests(resources []offline.Resource, rendered []charts.Rendered) (map[string][]byte, error) {
+	out, err := chartManifests(rendered)
+	if err != nil {
+		return nil, err
+	}
 	for _, res := range resources {
 		if !strings.HasPrefix(res.Type, "kubernetes:") {
 			continue
@@ -164,9 +184,8 @@ func manifests(resources []offline.Resource) (map[string][]byte, error) {
 		var path string
 		var doc any
 		switch res.Type {
-		case "kubernetes:helm.sh/v4:Chart":
-			path = "manifests/chart-" + res.Name + ".yaml"
-			doc = map[string]any{"chart": inputs["chart"], "version": inputs["version"], "namespace": inputs["namespace"], "values": inputs["values"]}
+		case chartType:
+			continue // chartManifests
 		case "kubernetes:yaml/v2:ConfigFile":
 			path = "manifests/configfile-" + res.Name + ".yaml"
 			doc = map[string]any{"file": inputs["file"]}
@@ -176,6 +195,9 @@ func manifests(resources []offline.Resource) (map[string][]byte, error) {
 		b, err := yamlDoc(doc)
 		if err != nil {
 			return nil, err
+		}
+		if _, taken := out[path]; taken {
+			return nil, fmt.Errorf("%s: two objects of the stack would be written to it", path)
 		}
 		out[path] = b
 	}

@@ -19,7 +19,7 @@ func stack(name string) string { return "../../stacks/Pulumi." + name + ".yaml" 
 func writeBundle(t *testing.T, name string) (string, *Result) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	r, err := Write(stack(name), dir, testDay)
+	r, err := Write(stack(name), dir, testDay, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestInvalidConfigWritesNothing(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "Pulumi.bad.yaml")
 	os.WriteFile(bad, []byte("config:\n  aws:region: us-east-1\n  gpucluster:pools: [{name: gpu, profile: p4d-efa, efaInterfaces: 9}]\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "review", "bad")
-	_, err := Write(bad, out, testDay)
+	_, err := Write(bad, out, testDay, nil)
 	var ces topology.ConfigErrors
 	if !errors.As(err, &ces) || ces[0].Key != "gpucluster:pools[0].efaInterfaces" {
 		t.Fatalf("error %v", err)
@@ -272,7 +272,7 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 	}
 	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
 	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2026-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n    - {name: burst, profile: karpenter-p5}\n"), 0o644)
-	r, err := Evaluate(f, at("2026-11-23T12:00:00Z"))
+	r, err := Evaluate(f, at("2026-11-23T12:00:00Z"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestReviewStatesTheExpiry(t *testing.T) {
 		"pool `burst` (Karpenter): the in-cluster CronJob `gpucluster-expiry`",
 		"Until then the stack costs $110.48 per hour after `pulumi up`", // 2 × 55.04 + 0.10 + 0.045 + 2 × 0.1008 + 500 GiB of gp3
 		"these keep running: EKS control plane (Kubernetes 1.36), NAT gateway, system nodes: 2 × m7i.large, EBS root volumes (gp3), about **$0.36 per hour**")
-	if r, err = Evaluate(f, at("2026-12-02T00:00:00Z")); err != nil {
+	if r, err = Evaluate(f, at("2026-12-02T00:00:00Z"), nil); err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, "REVIEW.md after the expiry", string(r.Files["REVIEW.md"]),
@@ -317,14 +317,16 @@ func TestReviewStatesInventoryAndPower(t *testing.T) {
 		// the MPI operator: cluster-wide only what is cluster-scoped; jobs and lease in their namespaces
 		"- `mpi-operator`: priorityclasses: get, list, watch",
 		"- `mpi-operator` in namespace `default`: configmaps, secrets, services: create, list, watch, update;",
-		"- `mpi-operator` in namespace `mpi-operator`: leases: *; events: create, patch",
+		"- `mpi-operator` in namespace `mpi-operator`: **leases: * (every verb)**; events: create, patch",
 		"- DaemonSet `aws-efa-k8s-device-plugin`: hostNetwork; host path /var/lib/kubelet/device-plugins; host path /dev/infiniband/; host path /opt/aws/neuron/; privileged",
-		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` (gpucluster-health-gate-gpu)",
-		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` (gpucluster-efa-counters, gpucluster-health-gate-gpu)",
+		"- image `nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0` from nvcr.io (`gpucluster-health-gate-gpu`)",
+		"- image `public.ecr.aws/amazonlinux/amazonlinux:2023.10.20260120.4` from public.ecr.aws (`gpucluster-efa-counters`, `gpucluster-health-gate-gpu`)",
 		"- DaemonSet `gpucluster-efa-counters`: hostNetwork; host path /sys; host path /run/gpucluster/efa-counters",
 		"- Helm chart `oci://public.ecr.aws/karpenter/karpenter` 1.15.2",
 		"- `https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.2/manifests/base/kubeflow.org_mpijobs.yaml`, applied as is",
-		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` (nvidia-device-plugin)")
+		"- image `nvcr.io/nvidia/k8s-device-plugin:v0.20.0` from nvcr.io (`nvidia-device-plugin`)",
+		// its charts, here not rendered (no renderer): said, with why
+		"**not rendered** (not asked to render charts). Its roles, webhooks and workloads are not in this review")
 }
 
 // What keeps running after the expiry is priced on the expiry's day: a 1.34 control plane whose
@@ -333,7 +335,7 @@ func TestReviewPricesWhatKeepsRunningOnTheExpirysDay(t *testing.T) {
 	clock, _ := time.Parse(time.RFC3339, "2026-11-23T12:00:00Z")
 	f := filepath.Join(t.TempDir(), "Pulumi.exp.yaml")
 	os.WriteFile(f, []byte("config:\n  aws:region: us-east-1\n  gpucluster:kubernetesVersion: \"1.34\"\n  gpucluster:expiresAt: \"2026-12-05T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
-	r, err := Evaluate(f, clock)
+	r, err := Evaluate(f, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +356,7 @@ func TestEveryInlinePolicyIsReadable(t *testing.T) {
 	os.WriteFile(expiring, []byte("config:\n  aws:region: us-east-1\n  gpucluster:expiresAt: \"2099-12-01T18:00:00Z\"\n  gpucluster:pools:\n    - {name: train, profile: p5-efa, nodes: 2}\n"), 0o644)
 	inline := 0
 	for _, f := range append(files, expiring) {
-		r, err := Evaluate(f, testDay)
+		r, err := Evaluate(f, testDay, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

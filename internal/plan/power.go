@@ -81,7 +81,7 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 			}
 		}
 	})
-	var roles, nsRoles, limits, pods, fetched []string
+	var roles, nsRoles, limits, hooks, apis, pods, fetched []string
 	images := map[string][]string{}
 	for _, p := range paths {
 		var obj map[string]any
@@ -89,32 +89,45 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 			return "", fmt.Errorf("%s: %w", p, err)
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "manifests/"), ".yaml")
+		chart := chartOf(p)
+		from := "" // which chart an object comes from; gpucluster's own say nothing
+		if chart != "" {
+			from = fmt.Sprintf(" (chart `%s`)", chart)
+		}
 		switch {
-		case strings.HasPrefix(name, "chart-"):
-			fetched = append(fetched, fmt.Sprintf("Helm chart `%v` %v (its own RBAC and workloads are rendered at deploy, not here)", obj["chart"], obj["version"]))
-		case strings.HasPrefix(name, "configfile-"):
+		case chart == "" && strings.HasPrefix(name, "chart-"):
+			fetched = append(fetched, chartFetched(strings.TrimPrefix(name, "chart-"), obj))
+		case chart == "" && strings.HasPrefix(name, "configfile-"):
 			fetched = append(fetched, fmt.Sprintf("`%v`, applied as is", obj["file"]))
 		case obj["kind"] == "ClusterRole":
-			roles = append(roles, fmt.Sprintf("- `%s`: %s", nameOf(obj), rulesText(obj["rules"])))
+			roles = append(roles, fmt.Sprintf("- `%s`%s: %s", nameOf(obj), from, clusterRoleText(obj)))
+		case obj["kind"] == "ValidatingWebhookConfiguration" || obj["kind"] == "MutatingWebhookConfiguration":
+			hooks = append(hooks, webhookLines(obj, from)...)
+		case obj["kind"] == "APIService":
+			apis = append(apis, apiServiceText(obj, from))
 		case obj["kind"] == "ValidatingAdmissionPolicy":
 			limits = append(limits, policyText(obj))
 		case obj["kind"] == "Role":
 			meta, _ := obj["metadata"].(map[string]any)
-			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`: %s", nameOf(obj), meta["namespace"], rulesText(obj["rules"])))
+			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`%s: %s", nameOf(obj), meta["namespace"], from, rulesText(obj["rules"])))
 		default:
 			for _, spec := range k8sobj.PodSpecs(obj) {
 				if power := podPower(spec); len(power) > 0 {
-					pods = append(pods, fmt.Sprintf("- %s `%s`: %s", obj["kind"], nameOf(obj), strings.Join(power, "; ")))
+					pods = append(pods, fmt.Sprintf("- %s `%s`%s: %s", obj["kind"], nameOf(obj), from, strings.Join(power, "; ")))
 				}
 				for _, img := range podImages(spec) {
-					if !slices.Contains(images[img], nameOf(obj)) {
-						images[img] = append(images[img], nameOf(obj))
+					user := "`" + nameOf(obj) + "`"
+					if chart != "" {
+						user += " of chart `" + chart + "`"
+					}
+					if !slices.Contains(images[img], user) {
+						images[img] = append(images[img], user)
 					}
 				}
 			}
 		}
 	}
-	b.WriteString("\n**ClusterRoles** (cluster-wide Kubernetes permissions):\n\n")
+	b.WriteString("\n**ClusterRoles** (cluster-wide Kubernetes permissions; **bold** where a wildcard grants every verb, resource or API group):\n\n")
 	if len(roles) == 0 {
 		roles = []string{"- none"}
 	}
@@ -124,6 +137,15 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 	}
 	if len(nsRoles) > 0 {
 		b.WriteString("\n**Roles** (permissions within one namespace):\n\n" + strings.Join(nsRoles, "\n") + "\n")
+	}
+	b.WriteString("\n**Admission webhooks** (services the API server calls before it stores what they intercept; " +
+		"with failure policy **Fail**, while the service does not answer the API server refuses what it intercepts, with Ignore it lets it pass unchecked):\n\n")
+	if len(hooks) == 0 {
+		hooks = []string{"- none"}
+	}
+	b.WriteString(strings.Join(hooks, "\n") + "\n")
+	if len(apis) > 0 {
+		b.WriteString("\n**Aggregated APIs** (API groups the API server hands to a service of the cluster):\n\n" + strings.Join(apis, "\n") + "\n")
 	}
 	b.WriteString("\n**Privileged or host-level pods:**\n\n")
 	if len(pods) == 0 {
@@ -145,7 +167,7 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 		b.WriteString("- " + f + "\n")
 	}
 	for _, img := range topology.SortedKeys(images) {
-		fmt.Fprintf(&b, "- image `%s` (%s)\n", img, strings.Join(images[img], ", "))
+		fmt.Fprintf(&b, "- image `%s` from %s (%s)\n", img, registryOf(img), strings.Join(images[img], ", "))
 	}
 	if _, ok := images[topology.DefaultTrainingImage]; ok {
 		fmt.Fprintf(&b, "\n`%s` is gpucluster's default benchmark image and its health gate's EFA check (EFA installer 1.48). The EFA installer 1.50 stack's tag, `%s`, is not the default: nothing gpucluster can read confirms it is published (its own README says to use it once it is). A stack may name it in `gpucluster:trainingImage`.\n",
@@ -287,17 +309,6 @@ func nameOf(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
 	return name
-}
-
-// rulesText writes RBAC rules as "resources: verbs" lists.
-func rulesText(rules any) string {
-	list, _ := rules.([]any)
-	var out []string
-	for _, r := range list {
-		rule, _ := r.(map[string]any)
-		out = append(out, fmt.Sprintf("%s: %s", joinAny(rule["resources"]), joinAny(rule["verbs"])))
-	}
-	return strings.Join(out, "; ")
 }
 
 func joinAny(v any) string {

@@ -73,6 +73,7 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 	w("%s", metricsSection(s))
 	w("%s", expirySection(s))
 	w("%s", inventorySection(r.Resources))
+	w("%s", chartInventory(r.Charts))
 	w("%s", pulumiEKSSection(s))
 	w("## Findings\n\n")
 	if len(r.Findings) == 0 {
@@ -89,7 +90,8 @@ func reviewMarkdown(r *Result, manifests map[string][]byte) ([]byte, error) {
 		w("\n")
 	}
 	w("## Files\n\n- `plan.json`: every resource with its type, name, parent, dependencies and inputs.\n" +
-		"- `manifests/`: every Kubernetes object as it would be applied; Helm charts as reference, version and values.\n")
+		"- `manifests/`: every Kubernetes object as it would be applied. Each Helm chart as reference, version and values " +
+		"(`chart-<resource>.yaml`), and its objects as the chart renders them (`chart-<resource>/`).\n")
 	return []byte(b.String()), nil
 }
 

@@ -392,7 +392,9 @@ type stateResource struct {
 	URN         string         `json:"urn"`
 	Type        string         `json:"type"`
 	Custom      bool           `json:"custom"`
+	Parent      string         `json:"parent"`
 	DeletedWith string         `json:"deletedWith"`
+	Inputs      map[string]any `json:"inputs"`
 	Outputs     map[string]any `json:"outputs"`
 }
 

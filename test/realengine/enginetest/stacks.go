@@ -66,6 +66,8 @@ func RunStackGroup(t *testing.T, group string) {
 			d.checkChartNames(ctx)
 			d.checkComputeDomains(ctx)
 			if part != stackgroups.PartExpiry {
+				d.checkChartsAsPlanned(ctx)
+				steps.done("charts as planned")
 				d.checkLiveCluster(ctx)
 				steps.done("live cluster")
 				d.checkNoChanges(ctx)

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,5 +110,34 @@ func TestAStackWithoutChartsAsksNothing(t *testing.T) {
 	}
 	if len(r.asked) != 0 || len(res.Charts) != 0 {
 		t.Errorf("dev asked for %v", r.asked)
+	}
+}
+
+// TestABundleWithChartObjectsIsReplacedWhole: a second plan into the bundle replaces it, chart
+// directories included; a file of someone else's inside a chart directory stops it.
+func TestABundleWithChartObjectsIsReplacedWhole(t *testing.T) {
+	r := &objectsRenderer{render: func(_ int, q charts.Request) ([]charts.Object, string) {
+		return []charts.Object{obj(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": q.Namespace}})}, ""
+	}}
+	dir := filepath.Join(t.TempDir(), "review")
+	if _, err := Write(stack("g6e-efa"), dir, testDay, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(stack("g6e-efa"), dir, testDay, r); err != nil {
+		t.Fatalf("a second plan into its own bundle: %v", err)
+	}
+	chartDirs, _ := filepath.Glob(filepath.Join(dir, "manifests", "chart-*", "configmap-*-c.yaml"))
+	if len(chartDirs) != len(r.asked)/2 {
+		t.Fatalf("%d chart objects for %d charts: %v", len(chartDirs), len(r.asked)/2, chartDirs)
+	}
+	notes := filepath.Join(filepath.Dir(chartDirs[0]), "my-notes.txt")
+	if err := os.WriteFile(notes, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(stack("g6e-efa"), dir, testDay, r); err == nil {
+		t.Error("a plan replaced a bundle holding a file it did not write")
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "mine" {
+		t.Errorf("the file it did not write: %q, %v", b, err)
 	}
 }

@@ -67,8 +67,10 @@ func shortType(t string) string {
 }
 
 // powerSection says what the stack may do and what runs with power: each IAM role, who may
-// assume it and its policies; each ClusterRole's rules; every pod that is privileged or reaches
-// into its host; and everything fetched from the internet at deploy time.
+// assume it and its policies; each ClusterRole's and Role's rules; each admission webhook and
+// aggregated API; every pod that is privileged or reaches into its host; and everything fetched
+// from the internet at deploy time. A Helm chart's objects (manifests/chart-<resource>/) are
+// weighed as gpucluster's own, each marked with its chart.
 func powerSection(resources []offline.Resource, templates map[string]any, manifests map[string][]byte) (string, error) {
 	var b strings.Builder
 	b.WriteString("## IAM and cluster-wide power\n\n")
@@ -106,7 +108,7 @@ func powerSection(resources []offline.Resource, templates map[string]any, manife
 		case obj["kind"] == "APIService":
 			apis = append(apis, apiServiceText(obj, from))
 		case obj["kind"] == "ValidatingAdmissionPolicy":
-			limits = append(limits, policyText(obj))
+			limits = append(limits, policyText(obj, from))
 		case obj["kind"] == "Role":
 			meta, _ := obj["metadata"].(map[string]any)
 			nsRoles = append(nsRoles, fmt.Sprintf("- `%s` in namespace `%v`%s: %s", nameOf(obj), meta["namespace"], from, rulesText(obj["rules"])))
@@ -322,7 +324,7 @@ func joinAny(v any) string {
 
 // policyText is a ValidatingAdmissionPolicy as a line: whom it applies to (its match
 // conditions) and what it refuses (its validations' messages).
-func policyText(obj map[string]any) string {
+func policyText(obj map[string]any, from string) string {
 	spec, _ := obj["spec"].(map[string]any)
 	var when, refuses []string
 	conds, _ := spec["matchConditions"].([]any)
@@ -335,7 +337,7 @@ func policyText(obj map[string]any) string {
 		check, _ := c.(map[string]any)
 		refuses = append(refuses, fmt.Sprint(check["message"]))
 	}
-	return fmt.Sprintf("- `%s`, when %s: %s", nameOf(obj), strings.Join(when, " and "), strings.Join(refuses, "; "))
+	return fmt.Sprintf("- `%s`%s, when %s: %s", nameOf(obj), from, strings.Join(when, " and "), strings.Join(refuses, "; "))
 }
 
 // podPower is what a pod spec may do beyond an ordinary container.

@@ -81,10 +81,15 @@ func (p *puller) pull(ctx context.Context, ref, version string) ([]byte, string,
 	}
 	if cached != "" {
 		// The cache is only a cache: a plan that cannot write it still renders.
+		// A file of its own per writer, renamed into place: plans running side by side (the
+		// tier's stacks) never write into one file.
 		if err := os.MkdirAll(filepath.Dir(cached), 0o755); err == nil {
-			tmp := cached + ".partial"
-			if os.WriteFile(tmp, data, 0o644) == nil {
-				os.Rename(tmp, cached)
+			if tmp, err := os.CreateTemp(filepath.Dir(cached), filepath.Base(cached)+".partial-*"); err == nil {
+				_, werr := tmp.Write(data)
+				if cerr := tmp.Close(); werr == nil && cerr == nil && os.Chmod(tmp.Name(), 0o644) == nil && os.Rename(tmp.Name(), cached) == nil {
+					return data, digest, nil
+				}
+				os.Remove(tmp.Name())
 			}
 		}
 	}

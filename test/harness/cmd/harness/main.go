@@ -63,16 +63,16 @@ func main() {
 	fmt.Printf("harness: ready in %s\n", time.Since(start).Round(time.Second))
 }
 
-// compileOwnPrograms builds the gpucluster CLI and the aws provider double and CLI stand-in
-// where the real-engine tests find them (harness.BuildOwn): no test then compiles the Pulumi
-// SDKs, or links these programs, inside its timeout.
+// compileOwnPrograms builds the gpucluster CLI, its chart renderer, and the aws provider double
+// and CLI stand-in where the real-engine tests find them (harness.BuildOwn): no test then
+// compiles the Pulumi SDKs or Helm, or links these programs, inside its timeout.
 func compileOwnPrograms() error {
 	start := time.Now()
 	dir, err := harness.BuildOwn()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("harness: %-11s built in %s (the gpucluster CLI, the aws provider double and CLI stand-in, this module, in %s)\n",
+	fmt.Printf("harness: %-11s built in %s (the gpucluster CLI and its chart renderer, the aws provider double and CLI stand-in, this module, in %s)\n",
 		"gpucluster", time.Since(start).Round(time.Second), dir)
 	return nil
 }

@@ -99,10 +99,41 @@ func webhookLines(obj map[string]any, from string) []string {
 		if t, ok := hook["timeoutSeconds"]; ok {
 			timeout = fmt.Sprint(t)
 		}
-		out = append(out, fmt.Sprintf("- %s `%v` of `%s`%s: %s; failure policy %s; timeout %s s; calls %s",
-			kind, hook["name"], nameOf(obj), from, interceptsText(hook["rules"]), policyText, timeout, serviceText(hook["clientConfig"])))
+		where := ""
+		if sel := selectorText(hook["namespaceSelector"]); sel != "" {
+			where += " in namespaces where " + sel
+		}
+		if sel := selectorText(hook["objectSelector"]); sel != "" {
+			where += " for objects where " + sel
+		}
+		out = append(out, fmt.Sprintf("- %s `%v` of `%s`%s: %s%s; failure policy %s; timeout %s s; calls %s",
+			kind, hook["name"], nameOf(obj), from, interceptsText(hook["rules"]), where, policyText, timeout, serviceText(hook["clientConfig"])))
 	}
 	return out
+}
+
+// selectorText is a label selector as conditions ("name NotIn kube-system, kueue-system"), ""
+// when it selects everything: a webhook's namespace or object selector narrows what it sees.
+func selectorText(selector any) string {
+	sel, _ := selector.(map[string]any)
+	var conds []string
+	labels, _ := sel["matchLabels"].(map[string]any)
+	for _, k := range topology.SortedKeys(labels) {
+		conds = append(conds, fmt.Sprintf("%s = %v", k, labels[k]))
+	}
+	exprs, _ := sel["matchExpressions"].([]any)
+	for _, e := range exprs {
+		expr, _ := e.(map[string]any)
+		cond := fmt.Sprintf("%v %v", expr["key"], expr["operator"])
+		if values := joinAny(expr["values"]); values != "" {
+			cond += " " + values
+		}
+		conds = append(conds, cond)
+	}
+	if len(conds) == 0 {
+		return ""
+	}
+	return "`" + strings.Join(conds, "` and `") + "`"
 }
 
 // interceptsText is a webhook's rules: the operations on the resources of the API groups.

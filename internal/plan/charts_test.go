@@ -51,8 +51,9 @@ func TestChartObjectsAreReviewedAsTheStacksOwn(t *testing.T) {
 				"rules": []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}}}}),
 			obj(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": map[string]any{"name": "gate"},
 				"webhooks": []any{map[string]any{"name": "vjob.example.com", "failurePolicy": fail, "timeoutSeconds": ten,
-					"clientConfig": map[string]any{"service": map[string]any{"namespace": q.Namespace, "name": "svc"}},
-					"rules":        []any{map[string]any{"apiGroups": []any{"batch"}, "resources": []any{"jobs"}, "operations": []any{"CREATE", "UPDATE"}}}}}}),
+					"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"kube-system", q.Namespace}}}},
+					"clientConfig":      map[string]any{"service": map[string]any{"namespace": q.Namespace, "name": "svc"}},
+					"rules":             []any{map[string]any{"apiGroups": []any{"batch"}, "resources": []any{"jobs"}, "operations": []any{"CREATE", "UPDATE"}}}}}}),
 			obj(map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "agent", "namespace": q.Namespace},
 				"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"hostNetwork": true,
 					"containers": []any{map[string]any{"name": "a", "image": "busybox:1.36"}}}}}}),
@@ -80,7 +81,7 @@ func TestChartObjectsAreReviewedAsTheStacksOwn(t *testing.T) {
 	from := "(chart `" + rendered + "`)"
 	for _, want := range []string{
 		"- `everything` " + from + ": **" + "*: * (every verb, every resource, every API group)**",
-		"- validating `vjob.example.com` of `gate` " + from + ": CREATE, UPDATE of jobs.batch; failure policy **Fail**; timeout 10 s; calls service `" + r.asked[0].Namespace + "/svc`",
+		"- validating `vjob.example.com` of `gate` " + from + ": CREATE, UPDATE of jobs.batch in namespaces where `kubernetes.io/metadata.name NotIn kube-system, " + r.asked[0].Namespace + "`; failure policy **Fail**; timeout 10 s; calls service `" + r.asked[0].Namespace + "/svc`",
 		"- DaemonSet `agent` " + from + ": hostNetwork",
 		"- image `busybox:1.36` from docker.io (Docker Hub) (`agent` of chart `" + rendered + "`)",
 		"| " + rendered + " | `" + r.asked[0].Chart + "` " + r.asked[0].Version + " | 3: ClusterRole × 1, DaemonSet × 1, ValidatingWebhookConfiguration × 1 |",

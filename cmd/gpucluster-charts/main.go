@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 
 	"github.com/gpucluster/gpucluster/internal/charts"
 	"github.com/gpucluster/gpucluster/internal/charts/helmrender"
@@ -36,21 +35,9 @@ func run(stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("gpucluster speaks protocol %d, this %s %d: install both from the same release", in.Protocol, charts.ProgramName, charts.Protocol)
 	}
 	r := helmrender.New("")
-	out := charts.Output{Protocol: charts.Protocol, Helm: helmVersion(), Charts: make([]charts.Rendered, 0, len(in.Charts))}
+	out := charts.Output{Protocol: charts.Protocol, Charts: make([]charts.Rendered, 0, len(in.Charts))}
 	for _, req := range in.Charts {
 		out.Charts = append(out.Charts, r.Render(req))
 	}
 	return json.NewEncoder(stdout).Encode(out)
-}
-
-// helmVersion is the Helm module this program was built with.
-func helmVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == "helm.sh/helm/v3" {
-				return d.Version
-			}
-		}
-	}
-	return "unknown"
 }

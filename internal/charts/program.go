@@ -33,16 +33,14 @@ type Input struct {
 // Output is what it writes on its standard output.
 type Output struct {
 	Protocol int        `json:"protocol"`
-	Helm     string     `json:"helm"` // the Helm it renders with (its module version)
 	Charts   []Rendered `json:"charts"`
 }
 
 // Program is gpucluster-charts at Path: a Renderer.
-type Program struct {
-	Path string
-	// Timeout bounds one run over every chart (each chart's fetch has its own, shorter bound).
-	Timeout time.Duration
-}
+type Program struct{ Path string }
+
+// programTimeout bounds one run over every chart (each chart's fetch has its own, shorter bound).
+const programTimeout = 10 * time.Minute
 
 // Render runs the program over every request. When it cannot run or answers with anything but
 // one result per request, every chart gets that as its reason: nothing half-read.
@@ -54,11 +52,7 @@ func (p Program) Render(reqs []Request) []Rendered {
 	if err != nil {
 		return NotRendered(reqs, err.Error())
 	}
-	timeout := p.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), programTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.Path)
 	var stdout, stderr bytes.Buffer

@@ -9,9 +9,9 @@ import (
 	"github.com/gpucluster/gpucluster/internal/charts"
 )
 
-// chartType is pulumi-kubernetes's Helm chart component: it renders its chart at `pulumi up` and
+// ChartType is pulumi-kubernetes's Helm chart component: it renders its chart at `pulumi up` and
 // registers each object as its child.
-const chartType = "kubernetes:helm.sh/v4:Chart"
+const ChartType = "kubernetes:helm.sh/v4:Chart"
 
 // chartsDir is where a chart's objects go in the bundle: manifests/chart-<resource>/, beside
 // its reference manifests/chart-<resource>.yaml.
@@ -24,7 +24,7 @@ func chartsDir(resource string) string { return "manifests/chart-" + resource }
 func renderCharts(spec topology.StackSpec, resources []offline.Resource, renderer charts.Renderer) []charts.Rendered {
 	var reqs []charts.Request
 	for _, res := range resources {
-		if res.Type != chartType {
+		if res.Type != ChartType {
 			continue
 		}
 		in := offline.PlainMap(res.Inputs)

@@ -184,7 +184,7 @@ func manifests(resources []offline.Resource, rendered []charts.Rendered) (map[st
 		var path string
 		var doc any
 		switch res.Type {
-		case chartType:
+		case ChartType:
 			continue // chartManifests
 		case "kubernetes:yaml/v2:ConfigFile":
 			path = "manifests/configfile-" + res.Name + ".yaml"

@@ -313,14 +313,7 @@ func nameOf(obj map[string]any) string {
 	return name
 }
 
-func joinAny(v any) string {
-	list, _ := v.([]any)
-	var out []string
-	for _, x := range list {
-		out = append(out, fmt.Sprint(x))
-	}
-	return strings.Join(out, ", ")
-}
+func joinAny(v any) string { return strings.Join(anyStrings(v), ", ") }
 
 // policyText is a ValidatingAdmissionPolicy as a line: whom it applies to (its match
 // conditions) and what it refuses (its validations' messages).

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/plan"
 )
 
 // computeDomainType is the ComputeDomain's resource type, the one resource a change replaces.
@@ -198,7 +199,7 @@ func editPools(file string, edits []poolEdit) error {
 func (d *Deployment) checkChartNames(ctx context.Context) {
 	longest := strings.Repeat("x", topology.MaxClusterNameLength)
 	for _, r := range d.state(ctx) {
-		if r.Type != "kubernetes:core/v1:Service" || !strings.Contains(r.URN, "$kubernetes:helm.sh/v4:Chart$") {
+		if r.Type != "kubernetes:core/v1:Service" || !strings.Contains(r.URN, "$"+plan.ChartType+"$") {
 			continue
 		}
 		md, _ := r.Outputs["metadata"].(map[string]any)

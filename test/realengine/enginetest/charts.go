@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpucluster/gpucluster/components/topology"
 	"github.com/gpucluster/gpucluster/infra/offline"
+	"github.com/gpucluster/gpucluster/internal/plan"
 )
-
-// chartType is pulumi-kubernetes's Helm chart component, whose children are the chart's objects.
-const chartType = "kubernetes:helm.sh/v4:Chart"
 
 // checkChartsAsPlanned: the review shows what `pulumi up` applied. `gpucluster plan
 // --require-charts` of the stack (the CLI and its chart renderer, fetching from the registry
@@ -40,7 +38,7 @@ func (d *Deployment) checkChartsAsPlanned(ctx context.Context) {
 	chartOf := map[string]string{} // chart URN → its resource name
 	state := d.state(ctx)
 	for _, r := range state {
-		if r.Type == chartType {
+		if r.Type == plan.ChartType {
 			name := r.URN[strings.LastIndex(r.URN, "::")+2:]
 			chartOf[r.URN], applied[name] = name, map[string]map[string]any{}
 		}
@@ -53,11 +51,11 @@ func (d *Deployment) checkChartsAsPlanned(ctx context.Context) {
 	differs := 0
 	errorf := func(format string, args ...any) { differs++; d.t.Errorf(format, args...) }
 	if len(applied) != len(planned) {
-		errorf("%s: the provider applied %d charts (%v), the plan rendered %d (%v)", d.name, len(applied), keys(applied), len(planned), keys(planned))
+		errorf("%s: the provider applied %d charts (%v), the plan rendered %d (%v)", d.name, len(applied), topology.SortedKeys(applied), len(planned), topology.SortedKeys(planned))
 	}
 	for chart, want := range planned {
 		got := applied[chart]
-		for _, k := range keys(want) {
+		for _, k := range topology.SortedKeys(want) {
 			if _, ok := got[k]; !ok {
 				errorf("%s: chart %s: the plan shows %s; the provider did not apply it", d.name, chart, k)
 				continue
@@ -68,7 +66,7 @@ func (d *Deployment) checkChartsAsPlanned(ctx context.Context) {
 				errorf("%s: chart %s: %s differs from the plan at %d place(s):\n  %s", d.name, chart, k, len(diffs), strings.Join(diffs[:min(len(diffs), 8)], "\n  "))
 			}
 		}
-		for _, k := range keys(got) {
+		for _, k := range topology.SortedKeys(got) {
 			if _, ok := want[k]; !ok {
 				errorf("%s: chart %s: the provider applied %s; the plan does not show it", d.name, chart, k)
 			}
@@ -132,10 +130,10 @@ func diffObjects(want, got any, path string, diffs *[]string) {
 	wm, wIsMap := want.(map[string]any)
 	gm, gIsMap := got.(map[string]any)
 	if wIsMap && gIsMap {
-		for _, k := range keys(wm) {
+		for _, k := range topology.SortedKeys(wm) {
 			diffObjects(wm[k], gm[k], path+"."+k, diffs)
 		}
-		for _, k := range keys(gm) {
+		for _, k := range topology.SortedKeys(gm) {
 			if _, ok := wm[k]; !ok {
 				*diffs = append(*diffs, fmt.Sprintf("%s.%s: applied %s, not in the plan", path, k, jsonText(gm[k])))
 			}
@@ -161,13 +159,4 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

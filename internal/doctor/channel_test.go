@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -61,6 +62,45 @@ func FuzzConnectionFastPath(f *testing.F) {
 		}
 		if want := strings.Contains(msg, " [receive] via "); recv != want {
 			t.Fatalf("%q: receive %v, strings.Contains %v", msg, recv, want)
+		}
+	})
+}
+
+// FuzzConnectionLineIsReadLine holds readConnectionLine, where it reads a line, to readLine:
+// the same record, field by field.
+func FuzzConnectionLineIsReadLine(f *testing.F) {
+	for _, s := range []string{
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"[1,0]<stdout>:h-1:10:11 [3] NCCL INFO Channel 01/0 : 3[3] -> 11[3] [receive] via NET/Libfabric/3/GDRDMA",
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC comm 0x7f nRanks 08",
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC h:1:3 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 - Init START",
+		"NCCL h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM",
+		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\x1b[32m [repeated 3x]\x1b[0m",
+		"h:1:2 [0] NCCL INFO Channel 03/24 :    0   1   2   3",
+		" NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM",
+	} {
+		f.Add(s)
+	}
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, line string) {
+		k := strings.Index(line, connectionMarker)
+		if k < 0 || strings.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		var fast, general reading
+		for _, rd := range []*reading{&fast, &general} {
+			rd.placed, rd.said, rd.classed = map[string][2]string{}, map[string][]hit{}, map[string]string{}
+		}
+		got, ok := fast.readConnectionLine(line, k, 7, nil)
+		if !ok {
+			if len(got) != 0 {
+				t.Fatalf("%q: refused, yet appended %d records", line, len(got))
+			}
+			return
+		}
+		want := general.readLine(line, 7, nil)
+		if len(want) != 1 || !reflect.DeepEqual(got[0], want[0]) {
+			t.Fatalf("%q:\nreadConnectionLine %+v\nreadLine           %+v", line, got, want)
 		}
 	})
 }

@@ -145,3 +145,64 @@ func commNodesAt(s string, i int) []string {
 	}
 	return []string{s[i:p], comm, got[0], got[1], got[2], got[3]}
 }
+
+// readOldComm reads what oldCommRe matches, by hand: every Init line holds its key ("nranks "),
+// and the expression, which starts with an optional group, ran on each. Whole, comm (""
+// without one), rank, nranks; nil where it does not match.
+func readOldComm(s string) []string {
+	p, comm := 0, ""
+	if strings.HasPrefix(s, "comm ") {
+		// The optional group must match here: without it the text would have to start "rank ".
+		h, q, ok := hexAt(s, len("comm "))
+		if !ok || !strings.HasPrefix(s[q:], " ") {
+			return nil
+		}
+		comm, p = h, q+1
+	}
+	var rank, nranks string
+	for _, f := range []struct {
+		label string
+		into  *string
+	}{{"rank ", &rank}, {" nranks ", &nranks}} {
+		if !strings.HasPrefix(s[p:], f.label) {
+			return nil
+		}
+		if *f.into, p = digitsAt(s, p+len(f.label)); *f.into == "" {
+			return nil
+		}
+	}
+	for ; p < len(s); p++ { // \s*$: RE2's \s is [\t\n\f\r ]
+		switch s[p] {
+		case ' ', '\t', '\n', '\f', '\r':
+		default:
+			return nil
+		}
+	}
+	return []string{s, comm, rank, nranks}
+}
+
+// readCommMNNVL reads what commMNNVLRe matches, by hand (every rank prints one per
+// communicator from NCCL 2.20.3): whole and the MNNVL digit, from the first "nNodes " that
+// starts a match.
+func readCommMNNVL(s string) []string {
+	for from := 0; ; {
+		i := strings.Index(s[from:], "nNodes ")
+		if i < 0 {
+			return nil
+		}
+		i += from
+		from = i + 1
+		p, ok := i+len("nNodes "), true
+		for _, label := range []string{" localRanks ", " localRank ", " MNNVL "} {
+			var d string
+			if d, p = digitsAt(s, p); d == "" || !strings.HasPrefix(s[p:], label) {
+				ok = false
+				break
+			}
+			p += len(label)
+		}
+		if ok && p < len(s) && s[p] >= '0' && s[p] <= '9' {
+			return []string{s[i : p+1], s[p : p+1]}
+		}
+	}
+}

@@ -21,14 +21,21 @@ func newLineReader(r io.Reader) *lineReader {
 // next returns the next line without its end (\n or \r\n), how many bytes of it were cut, and
 // io.EOF after the last line.
 func (lr *lineReader) next() (line []byte, cut int64, err error) {
-	lr.buf = lr.buf[:0]
+	lr.buf, cut, err = lr.appendNext(lr.buf[:0])
+	return lr.buf, cut, err
+}
+
+// appendNext appends the next line to dst, as next returns it: the pipeline's reader copies
+// each line once, into its batch.
+func (lr *lineReader) appendNext(dst []byte) (_ []byte, cut int64, err error) {
+	start := len(dst)
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
 		if err == nil { // the line ends here: its end is not content, kept or cut
 			chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
 		}
-		if keep := min(len(chunk), maxLine-len(lr.buf)); keep > 0 {
-			lr.buf = append(lr.buf, chunk[:keep]...)
+		if keep := min(len(chunk), maxLine-(len(dst)-start)); keep > 0 {
+			dst = append(dst, chunk[:keep]...)
 			cut += int64(len(chunk) - keep)
 		} else {
 			cut += int64(len(chunk))
@@ -36,11 +43,11 @@ func (lr *lineReader) next() (line []byte, cut int64, err error) {
 		switch {
 		case err == bufio.ErrBufferFull:
 			continue
-		case err == io.EOF && len(lr.buf) == 0 && cut == 0:
-			return nil, 0, io.EOF
+		case err == io.EOF && len(dst) == start && cut == 0:
+			return dst, 0, io.EOF
 		case err != nil && err != io.EOF:
-			return nil, 0, err
+			return dst[:start], 0, err
 		}
-		return lr.buf, cut, nil
+		return dst, cut, nil
 	}
 }

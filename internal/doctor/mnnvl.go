@@ -27,7 +27,7 @@ import (
 var (
 	fabricRe     = keyed(`MNNVL busId (0x[0-9a-f]+) fabric UUID ([0-9a-f]+\.[0-9a-f]+) cliqueId (0x[0-9a-f]+) state (\d+) healthMask (0x[0-9a-f]+)`, "MNNVL busId ")
 	cliqueRe     = keyed(`MNNVL (\d+) cliqueId ([0-9a-f]+) cliqueSize (\d+) cliqueRank (\d+)`, "cliqueSize ")
-	commMNNVLRe  = keyed(`nNodes \d+ localRanks \d+ localRank \d+ MNNVL (\d)`, " MNNVL ")
+	commMNNVLRe  = keyed(`nNodes \d+ localRanks \d+ localRank \d+ MNNVL (\d)`, " MNNVL ").byHand(readCommMNNVL)
 	nvlsRe       = keyed(`NVLS multicast support is (not )?available on dev (\d+)`, "NVLS multicast support is ")
 	mnnvlBrokeRe = keyed(`MNNVL \(cliqueSize (\d+)\) is available but not (?:working|supported) on this system`, "is available but not ")
 	nvlsBindRe   = keyed(`Failed to bind NVLink SHARP \(NVLS\) Multicast memory of size (\d+) : CUDA error (\d+)`, "Failed to bind NVLink SHARP")

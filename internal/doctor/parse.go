@@ -42,7 +42,7 @@ var (
 	nodesRe = keyed(`comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank \d+`, "nNodes ").byHand(readCommNodes)
 	// NCCL 2.3 names a communicator without "- Init" ("comm 0x… rank 0 nranks 8", or only "rank 0
 	// nranks 4": horovod/horovod#110; src/init.cu of v2.3.5).
-	oldCommRe = keyed(`^(?:comm (0x[0-9a-f]+) )?rank (\d+) nranks (\d+)\s*$`, "nranks ")
+	oldCommRe = keyed(`^(?:comm (0x[0-9a-f]+) )?rank (\d+) nranks (\d+)\s*$`, "nranks ").byHand(readOldComm)
 	// A connection: "Channel 00/0 : 0[0] -> 1[1] via …" (NCCL ≥ 2.12), "Channel 04 : 25[101d0] ->
 	// 24[101c0] via …" (2.7 to 2.11: no /N, peer ids rank[busId]), "Ring 00 : 26[2] -> 30[6] via …"
 	// and "Ring 00 : 7 -> 8 [send] via …" (2.4 to 2.6), with or without [send]/[receive].
@@ -383,6 +383,7 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if comm == nil {
 			if pending[thread] == nil {
+				thread = procKey{strings.Clone(thread.host), strings.Clone(thread.pid), strings.Clone(thread.tid)} // kept: see viewOnly
 				pending[thread] = newComm("")
 				pendingOrder = append(pendingOrder, thread)
 			}
@@ -450,33 +451,52 @@ func Parse(r io.Reader) (*Log, error) {
 // procKey is a process (tid "") or one of its threads: host, pid, tid as NCCL prints them.
 type procKey struct{ host, pid, tid string }
 
-// currentComms is the communicator each thread and process sets up now. A thread logs its
-// connections one after another: the last answer is kept, as hashing three strings per line
-// cost more than the rest of the lookup.
+// currentComms is the communicator each thread and process sets up now. The ranks' threads
+// log their connections interleaved, and hashing three strings per line cost more than the
+// rest of the lookup: recent answers are kept in a small table indexed by the thread's ids,
+// forgotten whenever a communicator is set.
 type currentComms struct {
-	byKey      map[procKey]*Comm
-	lastThread procKey
-	last       *Comm
-	lastValid  bool
+	byKey  map[procKey]*Comm
+	recent [64]recentComm
+	gen    uint32 // recent entries of another generation are stale
+}
+
+type recentComm struct {
+	thread procKey
+	comm   *Comm
+	gen    uint32
 }
 
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 	c.byKey[thread], c.byKey[proc] = comm, comm
-	c.lastValid = false
+	c.gen++
 }
 
 // of is the thread's communicator, else its process's (nil if neither has one); a thread
 // names its process.
 func (c *currentComms) of(thread, proc procKey) *Comm {
-	if c.lastValid && thread == c.lastThread {
-		return c.last
+	e := &c.recent[threadSlot(thread)]
+	if e.gen == c.gen && e.comm != nil && e.thread == thread {
+		return e.comm
 	}
 	comm := c.byKey[thread]
 	if comm == nil {
 		comm = c.byKey[proc]
 	}
-	c.lastThread, c.last, c.lastValid = thread, comm, true
+	*e = recentComm{thread, comm, c.gen}
 	return comm
+}
+
+// threadSlot is a thread's place in currentComms.recent: FNV-1a of its pid and tid, which
+// tell a host's threads apart.
+func threadSlot(t procKey) int {
+	h := uint32(2166136261)
+	for _, s := range [2]string{t.pid, t.tid} {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint32(s[i])) * 16777619
+		}
+	}
+	return int(h % 64)
 }
 
 // initKey counts a thread's communicators of one size that have no commId.
@@ -835,8 +855,9 @@ func (l *Log) parsePlugin(rec *record) {
 func (c *Comm) edge(rec *record) {
 	if _, known := c.rankHost[rec.printer]; !known && rec.host != "" {
 		// The process that logged the connection is the printing rank's: its host is that
-		// rank's, the evidence relocate needs where no Init line names it.
-		c.rankHost[rec.printer] = rec.host
+		// rank's, the evidence relocate needs where no Init line names it. Cloned: a
+		// connection's record points into its batch (viewOnly).
+		c.rankHost[rec.printer] = strings.Clone(rec.host)
 	}
 	key := [3]int{rec.channel, rec.from, rec.to}
 	if c.seen[key] {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"io"
 	"runtime"
+	"strings"
 )
 
 // A log is read in batches of lines: one goroutine reads them, every core reads records out of
@@ -82,14 +83,14 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 			b := next()
 			b.done = make(chan struct{})
 			for !end && len(b.ends) < batchLines && len(b.data) < batchBytes {
-				line, cut, err := lr.next()
+				data, cut, err := lr.appendNext(b.data)
 				switch {
 				case err == io.EOF:
 					end = true
 				case err != nil:
 					b.err, end = err, true
 				default:
-					b.data = append(b.data, line...)
+					b.data = data
 					b.ends = append(b.ends, len(b.data))
 					b.cuts = append(b.cuts, cut)
 				}
@@ -116,10 +117,46 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 // read turns the batch's lines into records.
 func (b *batch) read() {
 	defer close(b.done)
+	// One string for the batch, and one more for each line a fact may be kept from (a host, a
+	// warning, a communicator's id), so that what the parse keeps holds that line alone. A
+	// connection (nine lines in ten of a job's log) is read from the batch's string: its
+	// record keeps nothing of it but what the parse clones (keepView).
+	text := string(b.data)
+	if batchText != nil {
+		batchText(text)
+	}
 	start := 0
 	for i, end := range b.ends {
-		// One string per line: a fact kept from it (a host, a warning) holds that line alone.
-		b.recs = b.rd.readLine(string(b.data[start:end]), b.cuts[i], b.recs)
+		line := text[start:end]
 		start = end
+		if k := strings.Index(line, connectionMarker); k >= 0 {
+			var ok bool
+			if b.recs, ok = b.rd.readConnectionLine(line, k, b.cuts[i], b.recs); ok {
+				continue
+			}
+			n := len(b.recs)
+			b.recs = b.rd.readLine(line, b.cuts[i], b.recs)
+			if viewOnly(b.recs[n:]) {
+				continue
+			}
+			b.recs = b.recs[:n] // it said more than a connection: read it again from its own copy
+		}
+		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], b.recs)
 	}
+}
+
+// batchText, when set (by a test), is told each batch's string.
+var batchText func(string)
+
+// viewOnly says whether records read from a batch's string may keep pointing into it: one
+// record, a connection or a ring's order, with nothing matched that the parse keeps. Of such a
+// record the parse keeps only its host (Comm.edge) and its thread (an excerpt's pending
+// connections), and clones both.
+func viewOnly(recs []record) bool {
+	if len(recs) != 1 {
+		return false
+	}
+	r := &recs[0]
+	return r.nccl && r.level == "INFO" && (r.conn || r.ring) && !r.joined && !r.failuresRead &&
+		len(r.hits) == 0 && len(r.msgHits) == 0
 }

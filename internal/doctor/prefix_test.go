@@ -64,6 +64,10 @@ func FuzzPrefixStartIsTheWholeMatch(f *testing.F) {
 	f.Add("comm 0x5 rank 0 nranks 2 cudaDev 0 nvmlDev 3 busId 1a0 parent 0x7 color 1 commId 0x9 - Init COMPLETE")
 	f.Add("comm 0x5 rank 0 nranks 2 cudaDev 0 busId  - Init START commId 0x1 - Init START")
 	f.Add("comm 0x5 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1 MNNVL 0")
+	f.Add("nNodes 2 nNodes 2 localRanks 8 localRank 1 MNNVL 17")
+	f.Add("rank 3 nranks 4 \t")
+	f.Add("comm 0x7f rank 0 nranks 4")
+	f.Add("comm 0x7f  rank 0 nranks 4")
 	addLogLines(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, k := range keyedExprs {

@@ -284,6 +284,8 @@ func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
 	if via != rd.lastVia { // a run of connections mostly shares its transport
 		p, ok := rd.placed[via]
 		if !ok {
+			// Cloned: via may point into a batch's string, and the transport is kept.
+			via = strings.Clone(via)
 			p[0], p[1] = placeTransport(transportName(via))
 			rd.placed[via] = p
 		}

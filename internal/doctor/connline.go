@@ -1,0 +1,39 @@
+package doctor
+
+import "strings"
+
+// connectionMarker stands before every connection NCCL logs at INFO ("host:pid:tid [dev] NCCL
+// INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"): nine lines in ten of a job's log.
+const connectionMarker = " NCCL INFO Channel "
+
+// readConnectionLine reads a line that holds connectionMarker at k as readLine would, when it
+// is the plainest connection line: text without colour, one NCCL record with its whole process
+// prefix before the marker, a connection after it, and no other "NCCL " anywhere (no second
+// record, no version). It appends the record and returns true; false, appending nothing, for
+// any other line, which readLine reads. FuzzConnectionLineIsReadLine holds the two equal.
+func (rd *reading) readConnectionLine(line string, k int, cut int64, out []record) ([]record, bool) {
+	if strings.Contains(line[:k+1], "NCCL ") {
+		return out, false
+	}
+	rest := line[k+len(connectionMarker):]
+	if strings.Contains(rest, "NCCL ") {
+		return out, false
+	}
+	if ascii, nul, esc := scanBytes(line); !ascii || nul || esc || resetCode(line) {
+		return out, false
+	}
+	_, host, pid, tid, ok := processPrefix(line[:k])
+	if !ok {
+		return out, false
+	}
+	ch, from, to, via, recv, ok := channelAfter(rest)
+	if !ok {
+		return out, false
+	}
+	out = append(out, record{newLine: true, cut: cut, line: line, nccl: true, host: host, pid: pid, tid: tid,
+		level: "INFO", msg: line[k+len(" NCCL INFO "):]})
+	r := &out[len(out)-1]
+	r.hits = rd.hits[len(rd.hits):len(rd.hits):len(rd.hits)]
+	rd.connection(r, recv, ch, from, to, via)
+	return out, true
+}

@@ -20,25 +20,26 @@ import (
 	"github.com/gpucluster/gpucluster/internal/verify"
 )
 
-// runContext is what ends a run early: Ctrl-C or SIGTERM (a variable so that tests can interrupt).
-var runContext = func() (context.Context, context.CancelFunc) {
+// runContext is what ends a run early: Ctrl-C or SIGTERM (test/clilive sends the built CLI a
+// real SIGINT).
+func runContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// pollInterval is how often bench run looks at its job.
-var pollInterval = 5 * time.Second
+// defaultPoll is how often bench run and health look at their jobs unless --poll says.
+const defaultPoll = 5 * time.Second
 
-// Files bench run writes beside the logs (benchrun's files are the rest).
+// Files bench run writes beside the logs.
 const (
-	resultMarkdown = "RESULT.md"
-	resultJSON     = "result.json"
-	resultSVG      = "busbw.svg"
-	doctorFile     = "doctor.txt"
+	resultMarkdown = benchrun.ResultMarkdown
+	resultJSON     = benchrun.ResultJSON
+	resultSVG      = benchrun.ResultSVG
+	doctorFile     = benchrun.DoctorFile
 )
 
 // cmdBenchRun runs one pool's benchmark job on the live cluster and reports on it.
 func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
-	usage := "bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--ignore-verify]"
+	usage := "bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--ignore-verify] [--poll DURATION]"
 	c := newCLI("bench run", usage, stdout, stderr)
 	stack := c.fs.String("stack", "", "the stack the cluster was deployed from (stacks/Pulumi.<stack>.yaml): its jobs run, and its plan is what the run is judged against")
 	poolName := c.fs.String("pool", "", "the pool whose job runs (default: the stack's only pool with benchmarks)")
@@ -48,6 +49,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	timeout := c.fs.Duration("timeout", 0, "how long the job may take from its creation, waiting in the queue included (default: the job's own deadline and 10 minutes)")
 	results := c.fs.String("results", "", "where run directories go: <results>/<stack>/<UTC time> (default: the project's results/)")
 	ignoreVerify := c.fs.Bool("ignore-verify", false, "run even when gpucluster verify finds an error on the pool (the result says so)")
+	poll := c.fs.Duration("poll", defaultPoll, "how often the job's state is read: sooner sees its end sooner, later asks less of the API server")
 	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--stack " + a }); !ok {
 		return code
 	}
@@ -56,6 +58,9 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *timeout < 0 {
 		return c.fail("--timeout %s: give how long the job may take (2h)", *timeout)
+	}
+	if *poll <= 0 {
+		return c.fail("--poll %s: give how often to read the job's state (5s)", *poll)
 	}
 	if *stack == "" {
 		return c.fail("give --stack NAME: the stack the cluster was deployed from")
@@ -101,7 +106,7 @@ func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	fmt.Fprintf(stdout, "bench run: stack %s, pool %s (%d × %s), job %s; results in %s\n", spec.Stack, pool.Name, pool.Benchmark.Nodes, pool.Instance.Name, *jobKind, shown(dir))
 	out, err := benchrun.Run(ctx, benchrun.Options{Kubectl: kubectl, Stack: spec, Pool: pool, Job: *jobKind, Dir: dir,
-		Timeout: runTimeout(*timeout, pool, *jobKind), Poll: pollInterval, Now: now, Out: stdout})
+		Timeout: runTimeout(*timeout, pool, *jobKind), Poll: *poll, Now: now, Out: stdout})
 	if out == nil {
 		fmt.Fprintf(stderr, "gpucluster bench run: %v\n", err)
 		if errors.Is(err, benchrun.ErrExists) {

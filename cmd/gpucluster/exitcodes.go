@@ -3,16 +3,18 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpucluster/gpucluster/internal/exitcode"
 )
 
 // Exit codes, the same for every command: one table, printed by --help and in docs/cli.md
 // ("Exit codes"), and held to both by TestExitCodesAreOneTable.
 const (
-	exitOK         = 0
-	exitFail       = 1
-	exitUsage      = 2
-	exitNoVerdict  = 3
-	exitUnreadable = 4
+	exitOK         = exitcode.OK
+	exitFail       = exitcode.Fail
+	exitUsage      = exitcode.Usage
+	exitNoVerdict  = exitcode.NoVerdict
+	exitUnreadable = exitcode.Unreadable
 )
 
 var exitCodes = []struct {

@@ -15,7 +15,7 @@ import (
 
 // cmdHealth runs the deep health checks on the stack's GPU nodes that no job holds.
 func cmdHealth(args []string, stdout, stderr io.Writer) int {
-	usage := "health --stack NAME [--pool NAME,…] [--level 1-4] [--dry-run] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [-o table|json]"
+	usage := "health --stack NAME [--pool NAME,…] [--level 1-4] [--dry-run] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--poll DURATION] [-o table|json]"
 	c := newCLI("health", usage, stdout, stderr)
 	stack := c.fs.String("stack", "", "the stack the cluster was deployed from (stacks/Pulumi.<stack>.yaml): its pools' nodes are checked, against its plan")
 	pools := c.fs.String("pool", "", "check only these pools (comma-separated; default: every pool)")
@@ -25,6 +25,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 	kubeContext := c.fs.String("context", "", "the kubeconfig's context (default: its current context)")
 	timeout := c.fs.Duration("timeout", 0, "how long each check's job may take, image pull included (default: the check's own bound)")
 	results := c.fs.String("results", "", "where the checks' logs go: <results>/<stack>/health-<UTC time> (default: the project's results/)")
+	poll := c.fs.Duration("poll", defaultPoll, "how often the checks' jobs are read: sooner sees their end sooner, later asks less of the API server")
 	output := c.fs.String("o", "table", "the final report: table or json")
 	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--stack " + a }); !ok {
 		return code
@@ -36,6 +37,8 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 		return c.fail("--level %d: DCGM's levels are %d to %d", *level, topology.DiagLevelMin, topology.DiagLevelMax)
 	case *timeout < 0:
 		return c.fail("--timeout %s: give how long each check may take (30m)", *timeout)
+	case *poll <= 0:
+		return c.fail("--poll %s: give how often to read the checks' jobs (5s)", *poll)
 	case *output != "table" && *output != "json":
 		return c.fail("-o %s: table or json", *output)
 	}
@@ -70,7 +73,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := runContext()
 	defer stop()
 	out, err := health.Run(ctx, health.Options{Kubectl: verify.Kubectl{Kubeconfig: *kubeconfig, Context: *kubeContext}, Stack: spec, Pools: only,
-		Level: *level, DryRun: *dryRun, Timeout: *timeout, Poll: pollInterval, Now: now, Out: progress,
+		Level: *level, DryRun: *dryRun, Timeout: *timeout, Poll: *poll, Now: now, Out: progress,
 		Run: strings.ToLower(stamp), Dir: dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "gpucluster health: reading the cluster: %v\nnothing was changed\n", err)

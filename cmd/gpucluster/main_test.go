@@ -87,6 +87,10 @@ func TestUsageAndUnknowns(t *testing.T) {
 		{[]string{"profiles", "extra"}, 2, "usage: gpucluster profiles"},
 		{[]string{"validate"}, 2, "usage: gpucluster validate FILE"},
 		{[]string{"profile", "dev", "--yaml"}, 2, "unknown flag --yaml"},
+		// Refused before any cluster is read.
+		{[]string{"bench", "run", "--stack", "p5-efa", "--poll", "0s"}, 2, "--poll 0s: give how often to read the job's state"},
+		{[]string{"health", "--stack", "p5-efa", "--poll", "-1s"}, 2, "--poll -1s: give how often to read the checks' jobs"},
+		{[]string{"bench", "run", "--stack", "p5-efa", "--timeout", "-1s"}, 2, "--timeout -1s: give how long the job may take"},
 	}
 	for _, c := range cases {
 		code, _, errOut := runCLI(c.args...)

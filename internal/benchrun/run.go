@@ -51,6 +51,13 @@ const (
 	PodsFile  = "pods.json" // the pods of the job's ranks, as last seen
 	NodesFile = "nodes.json"
 	LogsDir   = "logs" // logs/<pod>.log, every container's
+
+	// Written by bench run once the job is over: the report, its rows and chart, and the
+	// doctor's reading of every pod's log.
+	ResultMarkdown = "RESULT.md"
+	ResultJSON     = "result.json"
+	ResultSVG      = "busbw.svg"
+	DoctorFile     = "doctor.txt"
 )
 
 // ErrExists is a job of the same name already in the cluster: a run under way, or one left. It

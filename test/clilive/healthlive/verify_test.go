@@ -1,4 +1,4 @@
-package main
+package healthlive
 
 import (
 	"encoding/json"
@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/internal/exitcode"
 	"github.com/gpucluster/gpucluster/internal/verify"
+	"github.com/gpucluster/gpucluster/test/clilive"
 	"github.com/gpucluster/gpucluster/test/kubeapi"
 )
 
@@ -24,7 +26,7 @@ func TestVerifyReadsARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := topology.LoadStack("../../stacks/Pulumi.g6e-efa.yaml", now())
+	spec, err := topology.LoadStack(clilive.Repo("stacks", "Pulumi.g6e-efa.yaml"), clilive.TestDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +43,7 @@ func TestVerifyReadsARealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var out, errOut strings.Builder
-	code := run([]string{"verify", "--stack", "g6e-efa", "--kubeconfig", kubeconfig}, &out, &errOut)
-	table := out.String()
+	code, table, errOut := clilive.Run(t, "verify", "--stack", "g6e-efa", "--kubeconfig", kubeconfig)
 	for _, want := range []string{
 		fmt.Sprintf("error node-count [gpu]: 1 node(s) carry gpucluster.io/pool=gpu; the plan has %d", p.Scaling.DesiredNodes),
 		"error instance-type [gpu, node gpu-0]: node.kubernetes.io/instance-type is g5.48xlarge; the pool's nodes are " + p.Instance.Name,
@@ -56,17 +56,17 @@ func TestVerifyReadsARealAPIServer(t *testing.T) {
 			t.Errorf("the table lacks %q", want)
 		}
 	}
-	if code != exitFail || t.Failed() {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, errOut.String())
+	if code != exitcode.Fail || t.Failed() {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, table, errOut)
 	}
 
-	out.Reset()
-	if code := run([]string{"verify", "--stack", "g6e-efa", "--kubeconfig", kubeconfig, "-o", "json"}, &out, &errOut); code != exitFail {
+	code, out, _ := clilive.Run(t, "verify", "--stack", "g6e-efa", "--kubeconfig", kubeconfig, "-o", "json")
+	if code != exitcode.Fail {
 		t.Errorf("-o json exits %d", code)
 	}
 	var r verify.Report
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-		t.Fatalf("-o json: %v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out)
 	}
 	if len(r.Pools) != 1 || len(r.Pools[0].Nodes) != 1 || r.Pools[0].Nodes[0] != "gpu-0" || r.Errors != strings.Count(table, "\nerror ") {
 		t.Errorf("-o json does not carry the table's report: %+v", r)

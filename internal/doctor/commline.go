@@ -12,8 +12,14 @@ func readCommInit(s string) []string { return firstCommMatch(s, commInitAt) }
 // firstCommMatch is the first match at an occurrence of "comm 0x" in s, in order: the
 // leftmost match of an expression that starts so.
 func firstCommMatch(s string, at func(s string, i int) []string) []string {
+	return firstMatchFrom(s, "comm 0x", at)
+}
+
+// firstMatchFrom is the first match at an occurrence of start in s, in order: the leftmost
+// match of an expression that starts with that text.
+func firstMatchFrom(s, start string, at func(s string, i int) []string) []string {
 	for from := 0; ; {
-		i := strings.Index(s[from:], "comm 0x")
+		i := strings.Index(s[from:], start)
 		if i < 0 {
 			return nil
 		}
@@ -184,25 +190,20 @@ func readOldComm(s string) []string {
 // readCommMNNVL reads what commMNNVLRe matches, by hand (every rank prints one per
 // communicator from NCCL 2.20.3): whole and the MNNVL digit, from the first "nNodes " that
 // starts a match.
-func readCommMNNVL(s string) []string {
-	for from := 0; ; {
-		i := strings.Index(s[from:], "nNodes ")
-		if i < 0 {
+func readCommMNNVL(s string) []string { return firstMatchFrom(s, "nNodes ", commMNNVLAt) }
+
+// commMNNVLAt matches commMNNVLRe at s[i:], which starts "nNodes ".
+func commMNNVLAt(s string, i int) []string {
+	p := i + len("nNodes ")
+	for _, label := range []string{" localRanks ", " localRank ", " MNNVL "} {
+		var d string
+		if d, p = digitsAt(s, p); d == "" || !strings.HasPrefix(s[p:], label) {
 			return nil
 		}
-		i += from
-		from = i + 1
-		p, ok := i+len("nNodes "), true
-		for _, label := range []string{" localRanks ", " localRank ", " MNNVL "} {
-			var d string
-			if d, p = digitsAt(s, p); d == "" || !strings.HasPrefix(s[p:], label) {
-				ok = false
-				break
-			}
-			p += len(label)
-		}
-		if ok && p < len(s) && s[p] >= '0' && s[p] <= '9' {
-			return []string{s[i : p+1], s[p : p+1]}
-		}
+		p += len(label)
 	}
+	if p < len(s) && s[p] >= '0' && s[p] <= '9' {
+		return []string{s[i : p+1], s[p : p+1]}
+	}
+	return nil
 }

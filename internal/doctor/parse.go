@@ -383,7 +383,7 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if comm == nil {
 			if pending[thread] == nil {
-				thread = procKey{strings.Clone(thread.host), strings.Clone(thread.pid), strings.Clone(thread.tid)} // kept: see viewOnly
+				thread = procKey{strings.Clone(thread.host), strings.Clone(thread.pid), strings.Clone(thread.tid)} // kept: a connection's record points into its batch (batch.read)
 				pending[thread] = newComm("")
 				pendingOrder = append(pendingOrder, thread)
 			}
@@ -856,7 +856,7 @@ func (c *Comm) edge(rec *record) {
 	if _, known := c.rankHost[rec.printer]; !known && rec.host != "" {
 		// The process that logged the connection is the printing rank's: its host is that
 		// rank's, the evidence relocate needs where no Init line names it. Cloned: a
-		// connection's record points into its batch (viewOnly).
+		// connection's record points into its batch (batch.read).
 		c.rankHost[rec.printer] = strings.Clone(rec.host)
 	}
 	key := [3]int{rec.channel, rec.from, rec.to}

@@ -118,9 +118,12 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 func (b *batch) read() {
 	defer close(b.done)
 	// One string for the batch, and one more for each line a fact may be kept from (a host, a
-	// warning, a communicator's id), so that what the parse keeps holds that line alone. A
-	// connection (nine lines in ten of a job's log) is read from the batch's string: its
-	// record keeps nothing of it but what the parse clones (keepView).
+	// warning, a communicator's id), so that what the parse keeps holds that line alone. A plain
+	// connection line (nine lines in ten of a job's log) is read from the batch's string: of its
+	// record the parse keeps only what it clones (a rank's host in Comm.edge, a pending thread,
+	// the transport in reading.connection). Every other line, a connection in any other form
+	// among them, is read from its own copy, so that no cache of the batch (reading.said) holds
+	// a view.
 	text := string(b.data)
 	if batchText != nil {
 		batchText(text)
@@ -134,12 +137,6 @@ func (b *batch) read() {
 			if b.recs, ok = b.rd.readConnectionLine(line, k, b.cuts[i], b.recs); ok {
 				continue
 			}
-			n := len(b.recs)
-			b.recs = b.rd.readLine(line, b.cuts[i], b.recs)
-			if viewOnly(b.recs[n:]) {
-				continue
-			}
-			b.recs = b.recs[:n] // it said more than a connection: read it again from its own copy
 		}
 		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], b.recs)
 	}
@@ -147,16 +144,3 @@ func (b *batch) read() {
 
 // batchText, when set (by a test), is told each batch's string.
 var batchText func(string)
-
-// viewOnly says whether records read from a batch's string may keep pointing into it: one
-// record, a connection or a ring's order, with nothing matched that the parse keeps. Of such a
-// record the parse keeps only its host (Comm.edge) and its thread (an excerpt's pending
-// connections), and clones both.
-func viewOnly(recs []record) bool {
-	if len(recs) != 1 {
-		return false
-	}
-	r := &recs[0]
-	return r.nccl && r.level == "INFO" && (r.conn || r.ring) && !r.joined && !r.failuresRead &&
-		len(r.hits) == 0 && len(r.msgHits) == 0
-}

@@ -29,14 +29,6 @@ func runContext() (context.Context, context.CancelFunc) {
 // defaultPoll is how often bench run and health look at their jobs unless --poll says.
 const defaultPoll = 5 * time.Second
 
-// Files bench run writes beside the logs.
-const (
-	resultMarkdown = benchrun.ResultMarkdown
-	resultJSON     = benchrun.ResultJSON
-	resultSVG      = benchrun.ResultSVG
-	doctorFile     = benchrun.DoctorFile
-)
-
 // cmdBenchRun runs one pool's benchmark job on the live cluster and reports on it.
 func cmdBenchRun(args []string, stdout, stderr io.Writer) int {
 	usage := "bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--ignore-verify] [--poll DURATION]"
@@ -207,12 +199,12 @@ func reportRun(dir string, spec topology.StackSpec, pool topology.PoolSpec, job 
 		code = cmdBenchReport(args, &table, &errs)
 		cmdBenchReport(append(args, "-o", "json"), &js, io.Discard)
 		if js.Len() > 0 {
-			os.WriteFile(filepath.Join(dir, resultJSON), js.Bytes(), 0o644)
+			os.WriteFile(filepath.Join(dir, benchrun.ResultJSON), js.Bytes(), 0o644)
 		}
 		fmt.Fprintf(&md, "\n## Result\n\n`gpucluster bench report %s`\n\n```\n%s%s```\n", strings.Join(relativeTo(dir, args), " "), table.String(), errs.String())
-		if runs, err := bench.LoadRuns(resultJSON, js.Bytes()); err == nil && len(bench.Sizes(runs)) > 0 {
-			if err := writeChart(filepath.Join(dir, resultSVG), compareSVG(runs)); err == nil {
-				fmt.Fprintf(&md, "\n![busbw against message size](%s)\n", resultSVG)
+		if runs, err := bench.LoadRuns(benchrun.ResultJSON, js.Bytes()); err == nil && len(bench.Sizes(runs)) > 0 {
+			if err := writeChart(filepath.Join(dir, benchrun.ResultSVG), compareSVG(runs)); err == nil {
+				fmt.Fprintf(&md, "\n![busbw against message size](%s)\n", benchrun.ResultSVG)
 			}
 		}
 	} else {
@@ -221,20 +213,20 @@ func reportRun(dir string, spec topology.StackSpec, pool topology.PoolSpec, job 
 	if len(out.Logs) > 0 {
 		var doc, errs bytes.Buffer
 		cmdDoctor([]string{"--log", filepath.Join(dir, benchrun.LogsDir), "--stack", spec.Stack, "--pool", pool.Name}, &doc, &errs)
-		os.WriteFile(filepath.Join(dir, doctorFile), append(doc.Bytes(), errs.Bytes()...), 0o644)
+		os.WriteFile(filepath.Join(dir, benchrun.DoctorFile), append(doc.Bytes(), errs.Bytes()...), 0o644)
 		fmt.Fprintf(&md, "\n## Doctor, on every pod's log\n\n```\n%s%s```\n", doc.String(), errs.String())
 	}
 	fmt.Fprintf(&md, "\n## Files\n\n")
-	for _, f := range append([]string{benchrun.JobFile, out.Pods, out.Nodes, resultJSON, resultSVG, doctorFile}, out.Logs...) {
+	for _, f := range append([]string{benchrun.JobFile, out.Pods, out.Nodes, benchrun.ResultJSON, benchrun.ResultSVG, benchrun.DoctorFile}, out.Logs...) {
 		if _, err := os.Stat(filepath.Join(dir, f)); f != "" && err == nil {
 			fmt.Fprintf(&md, "- `%s`\n", f)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, resultMarkdown), []byte(md.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, benchrun.ResultMarkdown), []byte(md.String()), 0o644); err != nil {
 		fmt.Fprintf(stderr, "gpucluster bench run: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "%s\n", shown(filepath.Join(dir, resultMarkdown)))
+	fmt.Fprintf(stdout, "%s\n", shown(filepath.Join(dir, benchrun.ResultMarkdown)))
 	if out.Ended != "finished" || out.Finished != finishedOK(job) {
 		fmt.Fprintf(stderr, "gpucluster bench run: the job %s: %s\n", out.Ended, orWord(out.Finished, "no result"))
 		return exitFail

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpucluster/gpucluster/internal/bench"
+	"github.com/gpucluster/gpucluster/internal/benchrun"
 )
 
 // cmdCompare shows runs side by side: a Markdown table on stdout and, with --svg, a chart.
@@ -102,12 +103,12 @@ func runResult(arg string) string {
 	if st, err := os.Stat(arg); err != nil || !st.IsDir() {
 		return arg
 	}
-	if _, err := os.Stat(filepath.Join(arg, resultJSON)); err == nil {
-		return filepath.Join(arg, resultJSON)
+	if _, err := os.Stat(filepath.Join(arg, benchrun.ResultJSON)); err == nil {
+		return filepath.Join(arg, benchrun.ResultJSON)
 	}
-	runs, _ := filepath.Glob(filepath.Join(arg, "*", resultJSON))
+	runs, _ := filepath.Glob(filepath.Join(arg, "*", benchrun.ResultJSON))
 	if len(runs) == 0 {
-		return filepath.Join(arg, resultJSON) // read, and said missing
+		return filepath.Join(arg, benchrun.ResultJSON) // read, and said missing
 	}
 	return runs[len(runs)-1]
 }

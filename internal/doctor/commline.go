@@ -39,16 +39,8 @@ func commInitAt(s string, i int) []string {
 	if m[1], p, ok = hexAt(s, p); !ok {
 		return nil
 	}
-	for _, f := range []struct {
-		label string
-		into  *string
-	}{{" rank ", &m[2]}, {" nranks ", &m[3]}, {" cudaDev ", &m[4]}} {
-		if !strings.HasPrefix(s[p:], f.label) {
-			return nil
-		}
-		if *f.into, p = digitsAt(s, p+len(f.label)); *f.into == "" {
-			return nil
-		}
+	if p, ok = labelledDigits(s, p, m[2:5], " rank ", " nranks ", " cudaDev "); !ok {
+		return nil
 	}
 	// Optional fields, each taken where it matches: text they leave would be read by the
 	// lazy ".*?" that follows, and no " - Init" or " commId" can start inside one.
@@ -124,6 +116,20 @@ func lowerHexAt(s string, p int) (string, int) {
 	return s[p:q], q
 }
 
+// labelledDigits reads each label followed by \d+, one after another from s[p:], into into
+// (one per label): where they end, or ok false where a label or its digits are missing.
+func labelledDigits(s string, p int, into []string, labels ...string) (int, bool) {
+	for k, label := range labels {
+		if !strings.HasPrefix(s[p:], label) {
+			return p, false
+		}
+		if into[k], p = digitsAt(s, p+len(label)); into[k] == "" {
+			return p, false
+		}
+	}
+	return p, true
+}
+
 // digitsAt reads \d+ at s[p:], "" if none.
 func digitsAt(s string, p int) (string, int) {
 	d, _ := leadDigits(s[p:])
@@ -141,13 +147,8 @@ func commNodesAt(s string, i int) []string {
 		return nil
 	}
 	var got [5]string
-	for k, label := range []string{" rank ", " nRanks ", " nNodes ", " localRanks ", " localRank "} {
-		if !strings.HasPrefix(s[p:], label) {
-			return nil
-		}
-		if got[k], p = digitsAt(s, p+len(label)); got[k] == "" {
-			return nil
-		}
+	if p, ok = labelledDigits(s, p, got[:], " rank ", " nRanks ", " nNodes ", " localRanks ", " localRank "); !ok {
+		return nil
 	}
 	return []string{s[i:p], comm, got[0], got[1], got[2], got[3]}
 }
@@ -165,17 +166,10 @@ func readOldComm(s string) []string {
 		}
 		comm, p = h, q+1
 	}
-	var rank, nranks string
-	for _, f := range []struct {
-		label string
-		into  *string
-	}{{"rank ", &rank}, {" nranks ", &nranks}} {
-		if !strings.HasPrefix(s[p:], f.label) {
-			return nil
-		}
-		if *f.into, p = digitsAt(s, p+len(f.label)); *f.into == "" {
-			return nil
-		}
+	var got [2]string
+	p, ok := labelledDigits(s, p, got[:], "rank ", " nranks ")
+	if !ok {
+		return nil
 	}
 	for ; p < len(s); p++ { // \s*$: RE2's \s is [\t\n\f\r ]
 		switch s[p] {
@@ -184,7 +178,7 @@ func readOldComm(s string) []string {
 			return nil
 		}
 	}
-	return []string{s, comm, rank, nranks}
+	return []string{s, comm, got[0], got[1]}
 }
 
 // readCommMNNVL reads what commMNNVLRe matches, by hand (every rank prints one per

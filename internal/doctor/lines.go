@@ -10,23 +10,16 @@ import (
 // application's progress bar, a dumped tensor) is cut to its first maxLine bytes, which is
 // where NCCL's own marker stands, and the cut is recorded: nothing is skipped silently.
 type lineReader struct {
-	br  *bufio.Reader
-	buf []byte
+	br *bufio.Reader
 }
 
 func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, 64*1024)}
 }
 
-// next returns the next line without its end (\n or \r\n), how many bytes of it were cut, and
-// io.EOF after the last line.
-func (lr *lineReader) next() (line []byte, cut int64, err error) {
-	lr.buf, cut, err = lr.appendNext(lr.buf[:0])
-	return lr.buf, cut, err
-}
-
-// appendNext appends the next line to dst, as next returns it: the pipeline's reader copies
-// each line once, into its batch.
+// appendNext appends the next line to dst without its end (\n or \r\n), and returns how many
+// bytes of it were cut, and io.EOF after the last line: the pipeline's reader copies each line
+// once, into its batch.
 func (lr *lineReader) appendNext(dst []byte) (_ []byte, cut int64, err error) {
 	start := len(dst)
 	for {

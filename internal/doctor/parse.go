@@ -458,13 +458,13 @@ type procKey struct{ host, pid, tid string }
 type currentComms struct {
 	byKey  map[procKey]*Comm
 	recent [64]recentComm
-	gen    uint32 // recent entries of another generation are stale
+	gen    uint64 // recent entries of another generation are stale
 }
 
 type recentComm struct {
 	thread procKey
 	comm   *Comm
-	gen    uint32
+	gen    uint64
 }
 
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {

@@ -61,12 +61,12 @@ func TestLineReaderEdges(t *testing.T) {
 	}
 	want := []got{{1, 0}, {maxLine, 0}, {maxLine, 1}, {0, 0}, {4, 0}}
 	for i, w := range want {
-		line, cut, err := lr.next()
+		line, cut, err := lr.appendNext(nil)
 		if err != nil || len(line) != w.n || cut != w.cut {
 			t.Errorf("line %d: %d bytes, cut %d, %v; want %d, %d", i+1, len(line), cut, err, w.n, w.cut)
 		}
 	}
-	if _, _, err := lr.next(); err != io.EOF {
+	if _, _, err := lr.appendNext(nil); err != io.EOF {
 		t.Errorf("after the last line: %v", err)
 	}
 }

@@ -172,28 +172,24 @@ func (c *BenchCluster) WaitGoneKinds(t *testing.T, more ...map[string]any) {
 
 // Fixture is a recorded log of internal/bench/testdata without its provenance line.
 func Fixture(t *testing.T, name string) string {
-	b, err := os.ReadFile(Repo("internal", "bench", "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, _ := strings.Cut(string(b), "\n")
-	return rest
+	return withoutProvenance(t, Repo("internal", "bench", "testdata", name))
 }
 
 // G6eLauncherLog is the g6e-efa launcher's log of our own, without its provenance line.
 func G6eLauncherLog(t *testing.T) string {
-	b, err := os.ReadFile(Repo("cmd", "gpucluster", "testdata", "benchrun", "g6e-efa-launcher.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, _ := strings.Cut(string(b), "\n")
-	return rest
+	return withoutProvenance(t, Repo("cmd", "gpucluster", "testdata", "benchrun", "g6e-efa-launcher.log"))
 }
 
 // HealthFixture is a log of internal/health/testdata without its provenance line.
 func HealthFixture(t *testing.T, name string) string {
+	return withoutProvenance(t, Repo("internal", "health", "testdata", name))
+}
+
+// withoutProvenance is a fixture file without its first line, which says where its shape comes
+// from.
+func withoutProvenance(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(Repo("internal", "health", "testdata", name))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,9 @@ type literalSet struct {
 	literals []string
 	// starting holds, per hash of two bytes, the literals whose first two bytes hash there.
 	starting [1 << 12]literalBits
+	// maybe marks the hashes starting holds any literal at: a byte each, so that a position
+	// where no literal starts (almost every one) costs one small load.
+	maybe [1 << 12]bool
 	// short are the literals of one byte, looked for with IndexByte.
 	short literalBits
 }
@@ -54,7 +57,9 @@ func (s *literalSet) id(literal string) int {
 	if len(literal) == 1 {
 		s.short.add(i)
 	} else {
-		s.starting[pairHash(literal[0], literal[1])].add(i)
+		h := pairHash(literal[0], literal[1])
+		s.starting[h].add(i)
+		s.maybe[h] = true
 	}
 	return i
 }
@@ -63,7 +68,11 @@ func (s *literalSet) id(literal string) int {
 func (s *literalSet) in(text string) literalBits {
 	var found literalBits
 	for i := 0; i+1 < len(text); i++ {
-		cand := s.starting[pairHash(text[i], text[i+1])].without(found)
+		h := pairHash(text[i], text[i+1])
+		if !s.maybe[h] {
+			continue
+		}
+		cand := s.starting[h].without(found)
 		if cand.empty() {
 			continue
 		}

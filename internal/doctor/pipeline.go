@@ -132,11 +132,9 @@ func (b *batch) read() {
 	for i, end := range b.ends {
 		line := text[start:end]
 		start = end
-		if k := strings.Index(line, connectionMarker); k >= 0 {
-			var ok bool
-			if b.recs, ok = b.rd.readConnectionLine(line, k, b.cuts[i], b.recs); ok {
-				continue
-			}
+		var ok bool
+		if b.recs, ok = b.rd.readConnectionLine(line, b.cuts[i], b.recs); ok {
+			continue
 		}
 		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], b.recs)
 	}

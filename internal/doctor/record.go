@@ -25,6 +25,7 @@ type record struct {
 	// The NCCL prefix (splitNCCL), when nccl.
 	nccl                       bool
 	host, pid, tid, level, msg string
+	slot                       int    // threadSlot of pid and tid, worked out here, not where records are applied one by one
 	loc                        string // a WARN's source file (its location without line or function)
 	class                      string // the failure class a WARN's words name (classifyFailure), "" if none
 
@@ -192,10 +193,10 @@ func resetCode(s string) bool {
 func scanBytes(s string) (ascii, nul, esc bool) {
 	const ones, highs, escs = 0x0101010101010101, 0x8080808080808080, 0x1b1b1b1b1b1b1b1b
 	var high, zero, escape uint64
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	for len(s) >= 8 { // re-slicing lets the compiler read the eight bytes with one load
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		s = s[8:]
 		high |= x
 		// A byte is zero where (x - 1) borrows into its high bit and x's own high bit is clear.
 		zero |= (x - ones) &^ x
@@ -205,7 +206,7 @@ func scanBytes(s string) (ascii, nul, esc bool) {
 	high &= highs
 	zero &= highs
 	escape &= highs
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 0x80:
 			high = 1
@@ -227,6 +228,9 @@ func (rd *reading) read(r *record, marks marks) {
 		}
 	}
 	r.host, r.pid, r.tid, r.level, r.msg, r.nccl = splitMarked(r.line, marks)
+	if r.nccl {
+		r.slot = threadSlot(r.pid, r.tid)
+	}
 	// An NCCL INFO record is none of the failures Failures.read looks for (a framework's, a
 	// launcher's, libfabric's, nccl-tests'; a WARN may be the shared-memory one): most of a log,
 	// its words are not looked for. readNCCL follows NCCL's own records.
@@ -276,7 +280,7 @@ func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
 	if recv {
 		r.printer = r.to
 	}
-	if strings.Contains(via, " nRanks ") {
+	if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
 		if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
 			r.commRanks = atoi(m[1])
 		}

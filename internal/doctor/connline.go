@@ -24,7 +24,7 @@ func (rd *reading) readConnectionLine(line string, cut int64, out []record) ([]r
 	if strings.Contains(rest, "NCCL ") {
 		return out, false
 	}
-	if ascii, nul, esc := scanBytes(line); !ascii || nul || esc || resetCode(line) {
+	if ascii, nul, esc, em := scanBytes(line); !ascii || nul || esc || em && resetCode(line) {
 		return out, false
 	}
 	_, host, pid, tid, ok := processPrefix(line[:k])

@@ -37,3 +37,25 @@ func TestFirstSeenKeepsWideNumbersApart(t *testing.T) {
 		t.Error("a wide connection was lost when its pending communicator was absorbed")
 	}
 }
+
+// TestCurrentCommsAnswersAfterEverySet: a thread's remembered answer changes when its own
+// communicator or its process's is set, and only then.
+func TestCurrentCommsAnswersAfterEverySet(t *testing.T) {
+	c := currentComms{byKey: map[procKey]*Comm{}}
+	a, b, x := newComm("a"), newComm("b"), newComm("x")
+	proc, other := procKey{"h", "10", ""}, procKey{"h", "20", ""}
+	t1, t2, t3, o1 := procKey{"h", "10", "11"}, procKey{"h", "10", "12"}, procKey{"h", "10", "13"}, procKey{"h", "20", "21"}
+	of := func(th procKey) *Comm { return c.of(th, procKey{th.host, th.pid, ""}, threadSlot(th.pid, th.tid)) }
+	c.set(o1, other, x)
+	if of(t2) != nil || of(o1) != x {
+		t.Fatal("before any set of its own, a thread has no communicator")
+	}
+	c.set(t1, proc, a)
+	if of(t1) != a || of(t2) != a || of(o1) != x {
+		t.Fatalf("after set(t1, a): t1 %v t2 %v o1 %v", of(t1), of(t2), of(o1))
+	}
+	c.set(t3, proc, b) // the process moves on to b: t2 (no communicator of its own) follows it
+	if of(t1) != a || of(t2) != b || of(t3) != b || of(o1) != x {
+		t.Fatalf("after set(t3, b): t1 %v t2 %v t3 %v o1 %v", of(t1).ID, of(t2).ID, of(t3).ID, of(o1).ID)
+	}
+}

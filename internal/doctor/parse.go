@@ -454,37 +454,42 @@ type procKey struct{ host, pid, tid string }
 
 // currentComms is the communicator each thread and process sets up now. The ranks' threads
 // log their connections interleaved, and hashing three strings per line cost more than the
-// rest of the lookup: recent answers are kept in a small table indexed by the thread's ids,
-// forgotten whenever a communicator is set.
+// rest of the lookup: recent answers are kept in a small table indexed by the thread's ids
+// (threadSlot), and those of a process are forgotten when a communicator of its is set.
 type currentComms struct {
 	byKey  map[procKey]*Comm
 	recent [64]recentComm
-	gen    uint64 // recent entries of another generation are stale
 }
 
 type recentComm struct {
 	thread procKey
 	comm   *Comm
-	gen    uint64
+	known  bool
 }
 
+// set makes comm the thread's and its process's. A thread's answer depends on its own entry
+// and its process's, so only the recent answers of that process's threads can change.
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 	c.byKey[thread], c.byKey[proc] = comm, comm
-	c.gen++
+	for i := range c.recent {
+		if e := &c.recent[i]; e.known && e.thread.pid == proc.pid && e.thread.host == proc.host {
+			e.known = false
+		}
+	}
 }
 
 // of is the thread's communicator, else its process's (nil if neither has one); a thread
-// names its process.
+// names its process, and slot is threadSlot of its ids.
 func (c *currentComms) of(thread, proc procKey, slot int) *Comm {
 	e := &c.recent[slot]
-	if e.gen == c.gen && e.comm != nil && e.thread == thread {
+	if e.known && e.thread == thread {
 		return e.comm
 	}
 	comm := c.byKey[thread]
 	if comm == nil {
 		comm = c.byKey[proc]
 	}
-	*e = recentComm{thread, comm, c.gen}
+	*e = recentComm{thread, comm, true}
 	return comm
 }
 

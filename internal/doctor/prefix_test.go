@@ -134,15 +134,15 @@ func FuzzMarksAreTheSearches(f *testing.F) {
 // FuzzLineChecksAreTheSearches holds readLine's one-pass byte checks to the searches they
 // replace.
 func FuzzLineChecksAreTheSearches(f *testing.F) {
-	for _, s := range []string{"plain", "\x00", "é", "\x1b[32mx\x1b[0m", "read[32m [repeated 7x][0m", "[0", "0m", "[0[0m", "12345678\x1b"} {
+	for _, s := range []string{"plain", "\x00", "é", "\x1b[32mx\x1b[0m", "read[32m [repeated 7x][0m", "[0", "0m", "[0[0m", "12345678\x1b", "1234567m", "12345678m", "é12345678m"} {
 		f.Add(s)
 	}
 	addLogLines(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		ascii, nul, esc := scanBytes(s)
+		ascii, nul, esc, em := scanBytes(s)
 		wantASCII := !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 })
-		if ascii != wantASCII || nul != (strings.IndexByte(s, 0) >= 0) || esc != (strings.IndexByte(s, 0x1b) >= 0) {
-			t.Fatalf("%q: ascii %v nul %v esc %v", s, ascii, nul, esc)
+		if ascii != wantASCII || nul != (strings.IndexByte(s, 0) >= 0) || esc != (strings.IndexByte(s, 0x1b) >= 0) || em != (strings.IndexByte(s, 'm') >= 0) {
+			t.Fatalf("%q: ascii %v nul %v esc %v m %v", s, ascii, nul, esc, em)
 		}
 		if got, want := resetCode(s), strings.Contains(s, "[0m"); got != want {
 			t.Fatalf("%q: resetCode %v, strings.Contains %v", s, got, want)

@@ -145,12 +145,12 @@ func (rd *reading) readLine(raw string, cut int64, out []record) []record {
 	// Records are filled where they stay: a record is too large to copy twice per line.
 	out = append(out, record{newLine: true, cut: cut})
 	first := &out[len(out)-1]
-	ascii, nul, esc := scanBytes(raw)
+	ascii, nul, esc, em := scanBytes(raw)
 	if !ascii && !utf8.ValidString(raw) || nul {
 		first.binary = true
 		return out
 	}
-	if esc || resetCode(raw) {
+	if esc || em && resetCode(raw) {
 		raw = withoutColour(raw) // Ray and other launchers colour their own words
 	}
 	m := markNCCL(raw)
@@ -188,11 +188,12 @@ func resetCode(s string) bool {
 	return false
 }
 
-// scanBytes says, in one pass, whether s is all ASCII, holds a NUL and holds an ESC: eight
-// bytes at a time, as a log's lines are long and almost always plain ASCII.
-func scanBytes(s string) (ascii, nul, esc bool) {
-	const ones, highs, escs = 0x0101010101010101, 0x8080808080808080, 0x1b1b1b1b1b1b1b1b
-	var high, zero, escape uint64
+// scanBytes says, in one pass, whether s is all ASCII, holds a NUL, an ESC and an 'm' (which
+// resetCode looks for first): eight bytes at a time, as a log's lines are long and almost
+// always plain ASCII.
+func scanBytes(s string) (ascii, nul, esc, em bool) {
+	const ones, highs, escs, ems = 0x0101010101010101, 0x8080808080808080, 0x1b1b1b1b1b1b1b1b, 0x6d6d6d6d6d6d6d6d
+	var high, zero, escape, emm uint64
 	for len(s) >= 8 { // re-slicing lets the compiler read the eight bytes with one load
 		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
@@ -202,10 +203,13 @@ func scanBytes(s string) (ascii, nul, esc bool) {
 		zero |= (x - ones) &^ x
 		y := x ^ escs
 		escape |= (y - ones) &^ y
+		z := x ^ ems
+		emm |= (z - ones) &^ z
 	}
 	high &= highs
 	zero &= highs
 	escape &= highs
+	emm &= highs
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 0x80:
@@ -214,9 +218,11 @@ func scanBytes(s string) (ascii, nul, esc bool) {
 			zero = 1
 		case c == 0x1b:
 			escape = 1
+		case c == 'm':
+			emm = 1
 		}
 	}
-	return high == 0, zero != 0, escape != 0
+	return high == 0, zero != 0, escape != 0, emm != 0
 }
 
 // read works out what the record says by itself.
@@ -300,8 +306,13 @@ func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
 
 // readMessage is what an NCCL message matches of the expressions that read messages.
 func (rd *reading) readMessage(msg string) []hit {
-	if hits, ok := rd.said[msg]; ok {
-		return hits
+	// A communicator's line names its own pointer ("comm 0x…"), so it never repeats: looking
+	// it up, and keeping it, would cost a hash of the whole message for nothing.
+	unique := strings.HasPrefix(msg, "comm 0x")
+	if !unique {
+		if hits, ok := rd.said[msg]; ok {
+			return hits
+		}
 	}
 	start := len(rd.hits)
 	holds := msgLiterals.in(msg)
@@ -318,7 +329,9 @@ func (rd *reading) readMessage(msg string) []hit {
 		}
 	}
 	hits := rd.hits[start:len(rd.hits):len(rd.hits)]
-	rd.said[msg] = hits
+	if !unique {
+		rd.said[msg] = hits
+	}
 	return hits
 }
 

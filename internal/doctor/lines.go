@@ -1,46 +1,131 @@
 package doctor
 
 import (
-	"bufio"
 	"bytes"
 	"io"
+	"unsafe"
 )
 
-// lineReader yields every line of a log, whatever its length. A line over maxLine bytes (an
-// application's progress bar, a dumped tensor) is cut to its first maxLine bytes, which is
-// where NCCL's own marker stands, and the cut is recorded: nothing is skipped silently.
-type lineReader struct {
-	br *bufio.Reader
+// blockReader reads a log a block at a time and finds its lines where they lie: no line is
+// copied, but the start of the one a block ends in, which begins the next block. A line over
+// maxLine bytes (an application's progress bar, a dumped tensor) is cut to its first maxLine
+// bytes, which is where NCCL's own marker stands, and the cut is recorded: nothing is skipped
+// silently. Every block is a new buffer, never written once its lines are handed out, so the
+// parse reads it as one string without copying it.
+type blockReader struct {
+	r         io.Reader
+	blockSize int
+	maxLine   int
+	carry     []byte // the start of the line the last block ended in
+	skipping  bool   // carry is the first maxLine bytes of a line whose end is not read yet
+	skipped   int64  // bytes of that line after them, read and not kept
+	skippedCR bool   // the last of them was '\r', which is no content if '\n' follows
+	done      bool
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64*1024)}
+// blockLines is one block's lines: line i is text[starts[i]:ends[i]], without its end (\n or
+// \r\n), and cuts[i] bytes of it were not kept.
+type blockLines struct {
+	text         string
+	starts, ends []int
+	cuts         []int64
 }
 
-// appendNext appends the next line to dst without its end (\n or \r\n), and returns how many
-// bytes of it were cut, and io.EOF after the last line: the pipeline's reader copies each line
-// once, into its batch.
-func (lr *lineReader) appendNext(dst []byte) (_ []byte, cut int64, err error) {
-	start := len(dst)
+func newBlockReader(r io.Reader, blockSize, maxLine int) *blockReader {
+	return &blockReader{r: r, blockSize: blockSize, maxLine: maxLine}
+}
+
+// read reads the next block's lines into b, reusing b's index slices. It says end once the log
+// is read (b holds its last lines, if any), and returns the read error that ended it, not
+// io.EOF: the lines before the error are in b, the line the error cut is not.
+func (br *blockReader) read(b *blockLines) (end bool, err error) {
+	b.text, b.starts, b.ends, b.cuts = "", b.starts[:0], b.ends[:0], b.cuts[:0]
+	if br.done {
+		return true, nil
+	}
+	buf := make([]byte, len(br.carry), len(br.carry)+br.blockSize)
+	copy(buf, br.carry)
+	head := len(br.carry)
+	var data []byte
+	pos := 0 // where the lines not yet found start
 	for {
-		chunk, err := lr.br.ReadSlice('\n')
-		if err == nil { // the line ends here: its end is not content, kept or cut
-			chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+		n, rerr := io.ReadFull(br.r, buf[head:cap(buf)])
+		data = buf[:head+n]
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			br.done = true
+		default:
+			br.done, err = true, rerr
 		}
-		if keep := min(len(chunk), maxLine-(len(dst)-start)); keep > 0 {
-			dst = append(dst, chunk[:keep]...)
-			cut += int64(len(chunk) - keep)
-		} else {
-			cut += int64(len(chunk))
+		if !br.skipping {
+			break
 		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(dst) == start && cut == 0:
-			return dst, 0, io.EOF
-		case err != nil && err != io.EOF:
-			return dst[:start], 0, err
+		i := bytes.IndexByte(data[head:], '\n')
+		if i < 0 {
+			br.skipped += int64(n)
+			if n > 0 {
+				br.skippedCR = data[len(data)-1] == '\r'
+			}
+			if !br.done {
+				continue // the long line goes on: read on into the same space
+			}
+			if err == nil { // the log ends inside the long line, which has no end to drop
+				br.add(b, 0, head, br.skipped)
+			}
+			br.set(b, data)
+			return true, err
 		}
-		return dst, cut, nil
+		cut := br.skipped + int64(i)
+		if i > 0 && data[head+i-1] == '\r' || i == 0 && br.skippedCR {
+			cut--
+		}
+		br.add(b, 0, head, cut)
+		br.skipping, br.skipped, pos = false, 0, head+i+1
+		break
+	}
+	for {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			break
+		}
+		end := pos + i
+		if end > pos && data[end-1] == '\r' {
+			end--
+		}
+		br.add(b, pos, end, 0)
+		pos += i + 1
+	}
+	tail := data[pos:]
+	switch {
+	case br.done && err == nil && len(tail) > 0: // the last line, without an end
+		br.add(b, pos, len(data), 0)
+		br.carry = nil
+	case br.done:
+		br.carry = nil // a read error drops the line it cut
+	case len(tail) > br.maxLine:
+		br.carry = append(br.carry[:0:0], tail[:br.maxLine]...)
+		br.skipping, br.skipped, br.skippedCR = true, int64(len(tail)-br.maxLine), tail[len(tail)-1] == '\r'
+	default:
+		br.carry = append(br.carry[:0:0], tail...)
+	}
+	br.set(b, data)
+	return br.done, err
+}
+
+// add adds the line data[start:end], of which cut bytes were already dropped, cutting it to
+// maxLine.
+func (br *blockReader) add(b *blockLines, start, end int, cut int64) {
+	if end-start > br.maxLine {
+		cut += int64(end - start - br.maxLine)
+		end = start + br.maxLine
+	}
+	b.starts, b.ends, b.cuts = append(b.starts, start), append(b.ends, end), append(b.cuts, cut)
+}
+
+// set makes data b's text. data is a buffer of this block alone, never written again.
+func (br *blockReader) set(b *blockLines, data []byte) {
+	if len(data) > 0 {
+		b.text = unsafe.String(unsafe.SliceData(data), len(data))
 	}
 }

@@ -2,10 +2,13 @@ package doctor
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -50,24 +53,100 @@ func hasFinding(r *Report, code string) bool {
 }
 
 // Lines at and around the limit, without a final newline, and with CRLF endings.
-func TestLineReaderEdges(t *testing.T) {
+func TestBlockReaderEdges(t *testing.T) {
 	exact := strings.Repeat("a", maxLine)
 	over := strings.Repeat("b", maxLine+1)
-	in := "x\r\n" + exact + "\n" + over + "\n\nlast"
-	lr := newLineReader(strings.NewReader(in))
+	overCR := strings.Repeat("c", maxLine) + "\r"
+	in := "x\r\n" + exact + "\n" + over + "\n" + overCR + "\r\n\nlast"
+	lines, cuts, err := readLines(strings.NewReader(in), batchBytes, maxLine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type got struct {
 		n   int
 		cut int64
 	}
-	want := []got{{1, 0}, {maxLine, 0}, {maxLine, 1}, {0, 0}, {4, 0}}
+	want := []got{{1, 0}, {maxLine, 0}, {maxLine, 1}, {maxLine, 1}, {0, 0}, {4, 0}}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
 	for i, w := range want {
-		line, cut, err := lr.appendNext(nil)
-		if err != nil || len(line) != w.n || cut != w.cut {
-			t.Errorf("line %d: %d bytes, cut %d, %v; want %d, %d", i+1, len(line), cut, err, w.n, w.cut)
+		if len(lines[i]) != w.n || cuts[i] != w.cut {
+			t.Errorf("line %d: %d bytes, cut %d; want %d, %d", i+1, len(lines[i]), cuts[i], w.n, w.cut)
 		}
 	}
-	if _, _, err := lr.appendNext(nil); err != io.EOF {
-		t.Errorf("after the last line: %v", err)
+}
+
+// readLines is every line a blockReader finds in r, and what was cut of each.
+func readLines(r io.Reader, blockSize, maxLine int) ([]string, []int64, error) {
+	br := newBlockReader(r, blockSize, maxLine)
+	var lines []string
+	var cuts []int64
+	for {
+		var b blockLines
+		end, err := br.read(&b)
+		for i, start := range b.starts {
+			lines = append(lines, b.text[start:b.ends[i]])
+			cuts = append(cuts, b.cuts[i])
+		}
+		if end || err != nil {
+			return lines, cuts, err
+		}
+	}
+}
+
+// FuzzBlockReaderSplitsLines holds the block reader, at small block and line sizes so that
+// lines straddle blocks and exceed both, to what a line is: the text between two "\n" without
+// a "\r" before the second, none after the last "\n", and its first maxLine bytes kept. The
+// log arrives in reads of any size.
+func FuzzBlockReaderSplitsLines(f *testing.F) {
+	for _, s := range []string{"", "\n", "a", "a\n", "a\r\n", "a\r", "\r\n\r\n", "abcdefgh\r\nij\n", "abcdefghijklmnopqrstuvwxyz\r\n\rx", "0123456789abcdef\r"} {
+		f.Add(s, uint8(4), uint8(5), false)
+		f.Add(s, uint8(1), uint8(1), true)
+	}
+	f.Fuzz(func(t *testing.T, in string, block, max uint8, oneByte bool) {
+		blockSize, maxLine := int(block%32)+1, int(max%32)+1
+		var r io.Reader = strings.NewReader(in)
+		if oneByte {
+			r = iotest.OneByteReader(r)
+		}
+		lines, cuts, err := readLines(r, blockSize, maxLine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		var wantCuts []int64
+		parts := strings.Split(in, "\n")
+		for i, p := range parts {
+			last := i == len(parts)-1
+			if last && p == "" {
+				break
+			}
+			if !last {
+				p = strings.TrimSuffix(p, "\r")
+			}
+			keep := min(len(p), maxLine)
+			want, wantCuts = append(want, p[:keep]), append(wantCuts, int64(len(p)-keep))
+		}
+		if !slices.Equal(lines, want) || !slices.Equal(cuts, wantCuts) {
+			t.Fatalf("%q at block %d, line %d:\nread %q cut %v\nwant %q cut %v", in, blockSize, maxLine, lines, cuts, want, wantCuts)
+		}
+	})
+}
+
+// A read error after some lines returns them and the error, never the line it cut.
+func TestBlockReaderReadError(t *testing.T) {
+	cut := errors.New("stream cut")
+	for _, in := range []string{"a\nb\npartial", strings.Repeat("x", 40) + "\nlong line cut " + strings.Repeat("y", 40)} {
+		lines, _, err := readLines(io.MultiReader(strings.NewReader(in), iotest.ErrReader(cut)), 8, 16)
+		whole := strings.Split(in, "\n")
+		want := whole[:len(whole)-1]
+		for i := range want {
+			want[i] = want[i][:min(len(want[i]), 16)]
+		}
+		if !errors.Is(err, cut) || !slices.Equal(lines, want) {
+			t.Errorf("%q: %q, %v; want %q and the error", in, lines, err, want)
+		}
 	}
 }
 

@@ -6,24 +6,20 @@ import (
 	"strings"
 )
 
-// A log is read in batches of lines: one goroutine reads them, every core reads records out of
-// them (the costly part: prefixes, expressions, connections), and the parse applies the
-// records in the log's order. A fixed number of batches circulate, reused once applied: memory
-// stays flat in the log's size, and the garbage collector sees little more than one string
-// per line.
-const (
-	batchLines = 1024
-	batchBytes = 512 << 10
-	// maxPlaced bounds a batch's cache of transports (a log names a handful).
-	maxPlaced = 64
-)
+// A log is read in batches of lines: one goroutine reads them, a block at a time, every core
+// reads records out of them (the costly part: prefixes, expressions, connections), and the
+// parse applies the records in the log's order. A fixed number of batches circulate, reused
+// once applied: memory stays flat in the log's size, and the garbage collector sees little
+// more than one string per block.
+const maxPlaced = 64 // bounds a batch's cache of transports (a log names a handful)
 
-// batch is a run of consecutive lines and, once done is closed, their records.
+// batchBytes is the size of the block a batch reads (a variable: tests move the boundaries).
+var batchBytes = 128 << 10
+
+// batch is a block's lines and, once done is closed, their records.
 type batch struct {
-	data []byte  // the lines, one after another
-	ends []int   // where each line ends in data
-	cuts []int64 // bytes cut from each line
-	err  error   // the read error that ended the log (io.EOF is not one)
+	blockLines
+	err  error // the read error that ended the log (io.EOF is not one)
 	recs []record
 	rd   reading
 	done chan struct{}
@@ -36,7 +32,7 @@ func newBatch() *batch {
 
 // reset readies an applied batch for the next lines.
 func (b *batch) reset() {
-	b.data, b.ends, b.cuts, b.recs, b.err = b.data[:0], b.ends[:0], b.cuts[:0], b.recs[:0], nil
+	b.text, b.recs, b.err = "", b.recs[:0], nil
 	b.rd.hits = b.rd.hits[:0]
 	clear(b.rd.said)
 	clear(b.rd.classed)
@@ -78,23 +74,11 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 	go func() {
 		defer close(todo)
 		defer close(inOrder)
-		lr := newLineReader(r)
+		br := newBlockReader(r, batchBytes, maxLine)
 		for end := false; !end; {
 			b := next()
 			b.done = make(chan struct{})
-			for !end && len(b.ends) < batchLines && len(b.data) < batchBytes {
-				data, cut, err := lr.appendNext(b.data)
-				switch {
-				case err == io.EOF:
-					end = true
-				case err != nil:
-					b.err, end = err, true
-				default:
-					b.data = data
-					b.ends = append(b.ends, len(b.data))
-					b.cuts = append(b.cuts, cut)
-				}
-			}
+			end, b.err = br.read(&b.blockLines)
 			inOrder <- b
 			todo <- b
 		}
@@ -117,21 +101,17 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 // read turns the batch's lines into records.
 func (b *batch) read() {
 	defer close(b.done)
-	// One string for the batch, and one more for each line a fact may be kept from (a host, a
-	// warning, a communicator's id), so that what the parse keeps holds that line alone. A plain
-	// connection line (nine lines in ten of a job's log) is read from the batch's string: of its
-	// record the parse keeps only what it clones (a rank's host in Comm.edge, a pending thread,
-	// the transport in reading.connection). Every other line, a connection in any other form
-	// among them, is read from its own copy, so that no cache of the batch (reading.said) holds
-	// a view.
-	text := string(b.data)
+	// The block is one string. A plain connection line (nine lines in ten of a job's log) is
+	// read from it: of its record the parse keeps only what it clones (a rank's host in
+	// Comm.edge, a pending thread, the transport in reading.connection). Every other line, a
+	// connection in any other form among them, is read from its own copy, so that what the
+	// parse keeps of it (a host, a warning, a communicator's id) holds that line alone, and no
+	// cache of the batch (reading.said) holds a view.
 	if batchText != nil {
-		batchText(text)
+		batchText(b.text)
 	}
-	start := 0
-	for i, end := range b.ends {
-		line := text[start:end]
-		start = end
+	for i, start := range b.starts {
+		line := b.text[start:b.ends[i]]
 		var ok bool
 		if b.recs, ok = b.rd.readConnectionLine(line, b.cuts[i], b.recs); ok {
 			continue

@@ -12,26 +12,27 @@ import (
 	"testing/iotest"
 )
 
-// TestBatchBoundariesChangeNothing: a log is read in batches, by several goroutines, and applied
-// in order. Every corpus fixture, placed so that batch boundaries fall at many points inside it
-// (after filler lines that are not NCCL output), reads as it does alone: the same report but for
-// the line numbers it quotes.
+// TestBatchBoundariesChangeNothing: a log is read in blocks, by several goroutines, and applied
+// in order. Every corpus fixture, read in blocks so small that their boundaries fall inside
+// most of its lines, and after filler lines that are not NCCL output, reads as it does alone in
+// one block: the same report but for the line numbers it quotes.
 func TestBatchBoundariesChangeNothing(t *testing.T) {
 	files, _ := filepath.Glob("testdata/corpus/*.log")
+	defer func(size int) { batchBytes = size }(batchBytes)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		batchBytes = 1 << 20
 		want := reportWithoutLineNumbers(t, string(data))
-		lines := strings.Count(string(data), "\n")
-		for _, before := range []int{batchLines - 1, batchLines - lines/2, batchLines - 3, 2*batchLines - lines/3} {
-			if before < 0 {
-				continue
-			}
-			log := strings.Repeat("application output\n", before) + string(data)
-			if got := reportWithoutLineNumbers(t, log); got != want {
-				t.Errorf("%s after %d lines:\n%s\nalone:\n%s", filepath.Base(f), before, got, want)
+		for _, size := range []int{61, 256, 997, 4096} {
+			batchBytes = size
+			for _, before := range []int{0, 1, 7} {
+				log := strings.Repeat("application output\n", before) + string(data)
+				if got := reportWithoutLineNumbers(t, log); got != want {
+					t.Errorf("%s in blocks of %d bytes after %d lines:\n%s\nalone:\n%s", filepath.Base(f), size, before, got, want)
+				}
 			}
 		}
 	}
@@ -68,23 +69,28 @@ func TestReadErrorIsReturnedNotAHalfLog(t *testing.T) {
 
 // TestReusedBatchForgetsWhatItsMessagesSaid: a batch caches what each message matched, as slices
 // of its hits, which a reused batch overwrites; a cache kept across the reuse would answer a
-// repeated message with another message's match. Every batch object's first use caches
+// repeated message with another message's match. Every batch object's first block caches
 // "NCCL_PROTO … LL" at the first hit; after reuse, "… Simple" takes that place before "… LL" comes
 // again, so the log's last word on NCCL_PROTO is LL only if the reuse forgot the cache.
 func TestReusedBatchForgetsWhatItsMessagesSaid(t *testing.T) {
 	const ll = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to LL\n"
 	const simple = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
-	filler := strings.Repeat("application output\n", batchLines-2)
+	const filler = "application output\n"
+	// Every block is one group of lines: a first line as long as simple, then ll, then filler.
+	first := strings.Repeat("x", len(simple)-1) + "\n"
+	group := len(simple) + len(ll) + 30*len(filler)
+	defer func(size int) { batchBytes = size }(batchBytes)
+	batchBytes = group
 	inFlight := 3*runtime.GOMAXPROCS(0) + 1 // every batch object is used once, then reused
 	var log strings.Builder
 	for i := range 3 * inFlight {
 		if i >= inFlight {
 			log.WriteString(simple)
 		} else {
-			log.WriteString(filler[:len("application output\n")])
+			log.WriteString(first)
 		}
 		log.WriteString(ll)
-		log.WriteString(filler)
+		log.WriteString(strings.Repeat(filler, 30))
 	}
 	l, err := Parse(strings.NewReader(log.String()))
 	if err != nil {

@@ -30,6 +30,10 @@ Usage:
   gpucluster bench compare RESULT.json RESULT.json... [--svg FILE]
                                           read nccl-tests output (text or -J JSON): busbw per size, the
                                           transports (NCCL INFO lines), a verdict against published figures
+  gpucluster experiment plan --stacks A,B[,…] [--max-duration DURATION] [--quota 'NAME=VCPUS' …]
+                                          check an A/B of stacks offline: every plan clean, the vCPU quotas
+                                          they need side by side, the expiry that holds each, the most it
+                                          can cost
   gpucluster verify --stack NAME [--kubeconfig FILE] [--context NAME]
                                           compare the live cluster with the stack's plan, node by node
                                           (type, zone, labels, taints, GPUs, EFA, agents, controllers);
@@ -65,7 +69,7 @@ func main() {
 // commands are gpucluster's subcommands.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"doctor": cmdDoctor, "plan": cmdPlan, "profiles": cmdProfiles, "profile": cmdProfile, "validate": cmdValidate,
-	"expire": cmdExpire, "verify": cmdVerify, "health": cmdHealth, "preflight": cmdPreflight, "bench": cmdBench, "version": cmdVersion,
+	"expire": cmdExpire, "verify": cmdVerify, "health": cmdHealth, "preflight": cmdPreflight, "bench": cmdBench, "experiment": cmdExperiment, "version": cmdVersion,
 }
 
 // run is main without the process: it returns the exit code, so tests can call it.

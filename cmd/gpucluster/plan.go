@@ -79,7 +79,8 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if *all {
 			fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), relative(f))
 		}
-		code = max(code, planOne(f, dir, renderer, *requireCharts, stdout, stderr))
+		_, c := planOne(f, dir, renderer, *requireCharts, stdout, stderr)
+		code = max(code, c)
 	}
 	return code
 }
@@ -103,7 +104,9 @@ func projectOr(cwd, stackFile string) string {
 	return cwd
 }
 
-func planOne(file, dir string, renderer charts.Renderer, requireCharts bool, stdout, stderr io.Writer) int {
+// planOne plans one stack file into dir, saying on stdout what the bundle holds and on stderr
+// what is wrong with it. The result is nil where the file could not be planned.
+func planOne(file, dir string, renderer charts.Renderer, requireCharts bool, stdout, stderr io.Writer) (*plan.Result, int) {
 	r, err := plan.Write(relative(file), dir, now(), renderer)
 	if err != nil {
 		var ces topology.ConfigErrors
@@ -112,10 +115,10 @@ func planOne(file, dir string, renderer charts.Renderer, requireCharts bool, std
 			for _, e := range ces {
 				fmt.Fprintf(stderr, "  %s\n", e.Error())
 			}
-			return 1
+			return nil, 1
 		}
 		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return 1
+		return nil, 1
 	}
 	errs, warns := r.Errors(), 0
 	for _, f := range r.Findings {
@@ -139,9 +142,9 @@ func planOne(file, dir string, renderer charts.Renderer, requireCharts bool, std
 		}
 	}
 	if errs > 0 || (requireCharts && r.ChartsNotRendered() > 0) {
-		return 1
+		return r, 1
 	}
-	return 0
+	return r, 0
 }
 
 // stacksDir is the project's stack directory (Pulumi.yaml's stackConfigDir).

@@ -138,8 +138,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestHelpListsEveryCommand: --help names every command and every bench subcommand that exists,
-// and no command that does not.
+// TestHelpListsEveryCommand: --help names every command and every bench and experiment
+// subcommand that exists, and no command that does not.
 func TestHelpListsEveryCommand(t *testing.T) {
 	code, out, _ := runCLI("--help")
 	if code != exitOK {
@@ -150,13 +150,16 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		listed[strings.TrimSpace(m[1]+" "+m[2])] = true
 	}
 	want := map[string]bool{}
+	subcommands := map[string][]string{"bench": benchSubcommands, "experiment": experimentSubcommands}
 	for name := range commands {
-		if name != "bench" {
+		if subcommands[name] == nil {
 			want[name] = true
 		}
 	}
-	for _, sub := range benchSubcommands {
-		want["bench "+sub] = true
+	for name, subs := range subcommands {
+		for _, sub := range subs {
+			want[name+" "+sub] = true
+		}
 	}
 	for name := range want {
 		if !listed[name] {

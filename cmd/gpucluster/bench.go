@@ -23,22 +23,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	usage := "usage: gpucluster bench run --stack NAME [--pool NAME] [--job nccl|train] [--kubeconfig FILE] [--context NAME] [--timeout DURATION] [--results DIR] [--ignore-verify]\n" +
 		"       gpucluster bench report --log FILE|DIR [--log …] [--stack NAME [--pool NAME] | --profile NAME] [--test BINARY] [--nodes N] [--pods FILE …] [--efa-counters FILE|DIR …] [-o table|json|yaml]\n" +
 		"       gpucluster bench compare RESULT.json|RUN-DIR ... [--svg FILE]\n"
-	switch {
-	case len(args) > 0 && args[0] == "compare":
-		return cmdCompare(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "run":
-		return cmdBenchRun(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "report":
-		return cmdBenchReport(args[1:], stdout, stderr)
-	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case len(args) == 0:
-		fmt.Fprintf(stderr, "gpucluster bench: give a subcommand: run, report or compare\n%s", usage)
-	default:
-		fmt.Fprintf(stderr, "gpucluster bench: no subcommand %q%s; bench runs run, report or compare\n%s", args[0], topology.Suggest(args[0], benchSubcommands), usage)
-	}
-	return exitUsage
+	return runSubcommand("bench", usage, benchSubcommands,
+		map[string]command{"run": cmdBenchRun, "report": cmdBenchReport, "compare": cmdCompare}, args, stdout, stderr)
 }
 
 func cmdBenchReport(args []string, stdout, stderr io.Writer) int {

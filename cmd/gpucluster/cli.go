@@ -117,3 +117,28 @@ func (c *cli) parseFlagsOnly(args []string, meant func(arg string) string) (int,
 	}
 	return c.noPositional(pos, meant)
 }
+
+// command is a command or a subcommand: its arguments in, its exit code out.
+type command = func(args []string, stdout, stderr io.Writer) int
+
+// runSubcommand runs the subcommand args name of a command that has them (bench, experiment),
+// in names' order in what it says: --help prints usage (exit 0); none, or one that does not
+// exist, is a usage error naming them.
+func runSubcommand(name, usage string, names []string, subs map[string]command, args []string, stdout, stderr io.Writer) int {
+	list := names[0]
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	switch {
+	case len(args) > 0 && subs[args[0]] != nil:
+		return subs[args[0]](args[1:], stdout, stderr)
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "gpucluster %s: give a subcommand: %s\n%s", name, list, usage)
+	default:
+		fmt.Fprintf(stderr, "gpucluster %s: no subcommand %q%s; %s runs %s\n%s", name, args[0], topology.Suggest(args[0], names), name, list, usage)
+	}
+	return exitUsage
+}

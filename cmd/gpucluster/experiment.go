@@ -25,18 +25,7 @@ const defaultMaxDuration = "4h"
 
 func cmdExperiment(args []string, stdout, stderr io.Writer) int {
 	usage := "usage: gpucluster experiment plan --stacks A,B[,…] [--max-duration DURATION] [--quota 'NAME=VCPUS' …] [--out DIR] [-o table|json|yaml]\n"
-	switch {
-	case len(args) > 0 && args[0] == "plan":
-		return cmdExperimentPlan(args[1:], stdout, stderr)
-	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case len(args) == 0:
-		fmt.Fprintf(stderr, "gpucluster experiment: give a subcommand: plan\n%s", usage)
-	default:
-		fmt.Fprintf(stderr, "gpucluster experiment: no subcommand %q%s; experiment runs plan\n%s", args[0], topology.Suggest(args[0], experimentSubcommands), usage)
-	}
-	return exitUsage
+	return runSubcommand("experiment", usage, experimentSubcommands, map[string]command{"plan": cmdExperimentPlan}, args, stdout, stderr)
 }
 
 // cmdExperimentPlan checks, offline, an experiment over several stacks side by side: every

@@ -67,7 +67,7 @@ func main() {
 }
 
 // commands are gpucluster's subcommands.
-var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+var commands = map[string]command{
 	"doctor": cmdDoctor, "plan": cmdPlan, "profiles": cmdProfiles, "profile": cmdProfile, "validate": cmdValidate,
 	"expire": cmdExpire, "verify": cmdVerify, "health": cmdHealth, "preflight": cmdPreflight, "bench": cmdBench, "experiment": cmdExperiment, "version": cmdVersion,
 }

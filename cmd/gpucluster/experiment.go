@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/gpucluster/gpucluster/components/topology"
+	"github.com/gpucluster/gpucluster/infra/program"
 	"github.com/gpucluster/gpucluster/internal/charts"
 	"github.com/gpucluster/gpucluster/internal/experiment"
 )
 
 // experimentSubcommands are what `gpucluster experiment` runs.
-var experimentSubcommands = []string{"plan"}
+var experimentSubcommands = []string{"plan", "run"}
 
 // defaultMaxDuration bounds an experiment whose command line does not: long enough for a
 // cluster's creation, its checks and a benchmark on each stack, short enough that a forgotten
@@ -24,8 +25,9 @@ var experimentSubcommands = []string{"plan"}
 const defaultMaxDuration = "4h"
 
 func cmdExperiment(args []string, stdout, stderr io.Writer) int {
-	usage := "usage: gpucluster experiment plan --stacks A,B[,…] [--max-duration DURATION] [--quota 'NAME=VCPUS' …] [--out DIR] [-o table|json|yaml]\n"
-	return runSubcommand("experiment", usage, experimentSubcommands, map[string]command{"plan": cmdExperimentPlan}, args, stdout, stderr)
+	usage := "usage: gpucluster experiment plan --stacks A,B[,…] [--max-duration DURATION] [--quota 'NAME=VCPUS' …] [--out DIR] [-o table|json|yaml]\n" +
+		"       gpucluster experiment run --stacks A,B[,…] [--job nccl|train] [--repeat N] [--max-duration DURATION] [--quota 'NAME=VCPUS' …] [--keep] [--results DIR]\n"
+	return runSubcommand("experiment", usage, experimentSubcommands, map[string]command{"plan": cmdExperimentPlan, "run": cmdExperimentRun}, args, stdout, stderr)
 }
 
 // cmdExperimentPlan checks, offline, an experiment over several stacks side by side: every
@@ -33,80 +35,88 @@ func cmdExperiment(args []string, stdout, stderr io.Writer) int {
 // together, the expiry that holds each, and the most it can cost. Exit 1 when it must not start.
 func cmdExperimentPlan(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("experiment plan", "experiment plan --stacks A,B[,…] [--max-duration DURATION] [--quota 'NAME=VCPUS' …] [--out DIR] [-o table|json|yaml]", stdout, stderr).withOutput()
-	stacksText := c.fs.String("stacks", "", "the stacks to compare, two or more, comma-separated: stacks/Pulumi.<stack>.yaml")
-	maxText := c.fs.String("max-duration", defaultMaxDuration, "the longest the experiment may run: every stack expires by then ("+lifetimeUnits+")")
-	account := quotaFlag{}
-	c.fs.Var(account, "quota", "an EC2 vCPU quota the account allows, as Service Quotas names it: 'Running On-Demand G and VT instances=384' (repeat it)")
-	out := c.fs.String("out", "", "where the stacks' review bundles go, one directory per stack (default the project's review/)")
+	f := c.withExperiment()
 	if code, ok := c.parseFlagsOnly(args, func(a string) string { return "--stacks " + a }); !ok {
 		return code
 	}
-	names, err := experimentStacks(*stacksText)
-	if err != nil {
-		return c.fail("%v", err)
+	x, code, ok := c.planExperiment(f)
+	if !ok {
+		return code
 	}
-	maxDuration, err := parseLifetime(*maxText)
-	if err != nil {
-		return c.fail("--max-duration %s: %v", *maxText, err)
+	if code := c.emit(x.plan, func(w io.Writer) { writeExperimentPlan(w, x.plan, x.maxDuration) }); code != exitOK {
+		return code
 	}
-	files := make([]string, len(names))
+	for _, r := range x.plan.Refusals {
+		fmt.Fprintf(stderr, "refused: %s\n", r)
+	}
+	if len(x.plan.Refusals) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// planExperiment reads the experiment's flags and plans every stack: ok false ends the command
+// with code (a usage error, a stack that could not be planned).
+func (c *cli) planExperiment(f *experimentFlags) (plannedExperiment, int, bool) {
+	x := plannedExperiment{maxDuration: *f.maxDuration}
+	var err error
+	if x.names, err = experimentStacks(*f.stacks); err != nil {
+		return x, c.fail("%v", err), false
+	}
+	maxDuration, err := parseLifetime(*f.maxDuration)
+	if err != nil {
+		return x, c.fail("--max-duration %s: %v", *f.maxDuration, err), false
+	}
 	var specs []topology.StackSpec
-	for i, name := range names {
-		f, code, ok := c.stackFile(name, false)
+	for _, name := range x.names {
+		file, code, ok := c.stackFile(name, false)
 		if !ok {
-			return code
+			return x, code, false
 		}
-		files[i] = f
-		if spec, err := topology.LoadStack(f, now()); err == nil {
+		x.files = append(x.files, file)
+		if spec, err := topology.LoadStack(file, now()); err == nil {
 			specs = append(specs, spec) // an invalid file is said by its plan, below
 		}
 	}
-	if err := experiment.QuotaNamesErr(specs, account); err != nil {
-		return c.fail("%v", err)
+	if err := experiment.QuotaNamesErr(specs, f.account); err != nil {
+		return x, c.fail("%v", err), false
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster: %v\n", err)
-		return exitFail
+		fmt.Fprintf(c.stderr, "gpucluster: %v\n", err)
+		return x, exitFail, false
 	}
-	project := projectOr(cwd, files[0])
-	base := *out
+	x.project = projectOr(cwd, x.files[0])
+	if x.projectName, err = program.ProjectName(x.project); err != nil {
+		fmt.Fprintf(c.stderr, "gpucluster %s: %v\n", c.name, err)
+		return x, exitUnreadable, false
+	}
+	base := *f.out
 	if base == "" {
-		base = filepath.Join(project, "review")
+		base = filepath.Join(x.project, "review")
 	}
-	renderer := charts.OnDemand{ProjectDir: project, Progress: stderr}
+	renderer := charts.OnDemand{ProjectDir: x.project, Progress: c.stderr}
 	at := now()
-	var stacks []experiment.Stack
 	unplanned := 0
-	for i, f := range files {
-		fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), relative(f))
-		dir := filepath.Join(base, names[i])
-		r, _ := planOne(f, dir, renderer, false, stderr, stderr)
+	for i, file := range x.files {
+		fmt.Fprintf(c.stderr, "[%d/%d] %s\n", i+1, len(x.files), relative(file))
+		dir := filepath.Join(base, x.names[i])
+		r, _ := planOne(file, dir, renderer, false, c.stderr, c.stderr)
 		if r == nil {
 			unplanned++
 			continue
 		}
-		stacks = append(stacks, experiment.Stack{Name: names[i], Spec: r.Spec, Errors: r.Errors(), Review: shown(filepath.Join(dir, "REVIEW.md"))})
+		x.stacks = append(x.stacks, experiment.Stack{Name: x.names[i], Spec: r.Spec, Errors: r.Errors(), Review: shown(filepath.Join(dir, "REVIEW.md"))})
 	}
 	if unplanned > 0 {
-		fmt.Fprintf(stderr, "gpucluster experiment plan: %d of %d stacks could not be planned (above); the experiment must not start\n", unplanned, len(files))
-		return exitFail
+		fmt.Fprintf(c.stderr, "gpucluster %s: %d of %d stacks could not be planned (above); the experiment must not start\n", c.name, unplanned, len(x.files))
+		return x, exitFail, false
 	}
-	p, err := experiment.Check(stacks, at, maxDuration, account)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpucluster experiment plan: %v\n", err)
-		return exitFail
+	if x.plan, err = experiment.Check(x.stacks, at, maxDuration, f.account); err != nil {
+		fmt.Fprintf(c.stderr, "gpucluster %s: %v\n", c.name, err)
+		return x, exitFail, false
 	}
-	if code := c.emit(p, func(w io.Writer) { writeExperimentPlan(w, p, *maxText) }); code != exitOK {
-		return code
-	}
-	for _, r := range p.Refusals {
-		fmt.Fprintf(stderr, "refused: %s\n", r)
-	}
-	if len(p.Refusals) > 0 {
-		return exitFail
-	}
-	return exitOK
+	return x, 0, true
 }
 
 // experimentStacks reads --stacks: two or more names, each once.

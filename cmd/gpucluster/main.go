@@ -34,6 +34,9 @@ Usage:
                                           check an A/B of stacks offline: every plan clean, the vCPU quotas
                                           they need side by side, the expiry that holds each, the most it
                                           can cost
+  gpucluster experiment run --stacks A,B[,…] [--job nccl|train] [--repeat N] [--max-duration DURATION] [--keep]
+                                          bring the stacks up side by side, run the same job on each,
+                                          compare them (time, spread, cost of the result), destroy them
   gpucluster verify --stack NAME [--kubeconfig FILE] [--context NAME]
                                           compare the live cluster with the stack's plan, node by node
                                           (type, zone, labels, taints, GPUs, EFA, agents, controllers);

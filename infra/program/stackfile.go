@@ -23,17 +23,41 @@ func StackFile(dir, stack string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(filepath.Join(project, "Pulumi.yaml"))
+	p, err := readProject(project)
 	if err != nil {
 		return "", err
 	}
-	var p struct {
-		StackConfigDir string `yaml:"stackConfigDir"`
+	return filepath.Join(project, p.StackConfigDir, "Pulumi."+stack+".yaml"), nil
+}
+
+// ProjectName is the name the project's Pulumi.yaml gives it: what the backend files its stacks under.
+func ProjectName(project string) (string, error) {
+	p, err := readProject(project)
+	if err != nil {
+		return "", err
+	}
+	if p.Name == "" {
+		return "", fmt.Errorf("%s names no project", filepath.Join(project, "Pulumi.yaml"))
+	}
+	return p.Name, nil
+}
+
+// projectFile is what gpucluster reads of a Pulumi.yaml.
+type projectFile struct {
+	Name           string `yaml:"name"`
+	StackConfigDir string `yaml:"stackConfigDir"`
+}
+
+func readProject(project string) (projectFile, error) {
+	var p projectFile
+	data, err := os.ReadFile(filepath.Join(project, "Pulumi.yaml"))
+	if err != nil {
+		return p, err
 	}
 	if err := yaml.Unmarshal(data, &p); err != nil {
-		return "", fmt.Errorf("%s: %w", filepath.Join(project, "Pulumi.yaml"), err)
+		return p, fmt.Errorf("%s: %w", filepath.Join(project, "Pulumi.yaml"), err)
 	}
-	return filepath.Join(project, p.StackConfigDir, "Pulumi."+stack+".yaml"), nil
+	return p, nil
 }
 
 // ProjectDir is the directory of the Pulumi.yaml nearest above dir: the project root.

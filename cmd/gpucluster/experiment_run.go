@@ -199,9 +199,10 @@ func (r *experimentRun) stack(ctx context.Context, i int) {
 	r.mu.Unlock()
 	started := now()
 	r.say(s.Name, "up: started (engine log %s)", shown(filepath.Join(dir, "up.log")))
-	if err := withLog(filepath.Join(dir, "up.log"), func(w io.Writer) error { return d.Up(ctx, w) }); err != nil {
-		m.Failed = "up: " + lastLine(err.Error())
-		r.say(s.Name, "up failed after %s: %s", now().Sub(started).Round(time.Second), lastLine(err.Error()))
+	upLog := filepath.Join(dir, "up.log")
+	if err := withLog(upLog, func(w io.Writer) error { return d.Up(ctx, w) }); err != nil {
+		m.Failed = "up: " + engineError(upLog, err)
+		r.say(s.Name, "up failed after %s: %s (engine log %s)", now().Sub(started).Round(time.Second), engineError(upLog, err), shown(upLog))
 		return
 	}
 	r.say(s.Name, "up in %s", now().Sub(started).Round(time.Second))
@@ -335,7 +336,7 @@ func experimentMarkdown(c experiment.Comparison, measured []experiment.Measured,
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Experiment: %s\n\n%s.\n\n", c.Figure, c.Explanation)
 	if !c.Whole {
-		w("The comparison is not whole: a stack or a run failed, or a run did not pass (below).\n\n")
+		w("The comparison is not whole: a stack or a run failed, or gave no figure (below).\n\n")
 	}
 	w("| stack | instance | nodes | %s, median | min – max | runs | verdicts | EFA bytes | cost of the result | failed |\n|---|---|---:|---:|---|---:|---|---:|---:|---|\n", c.Figure)
 	for i, f := range c.Stacks {
@@ -423,11 +424,27 @@ func readResult(path string) *bench.Result {
 	if err != nil {
 		return nil
 	}
-	var res bench.Result
-	if json.Unmarshal(data, &res) != nil {
+	runs, err := bench.LoadRuns(path, data)
+	if err != nil || len(runs) == 0 {
 		return nil
 	}
-	return &res
+	return runs[0].Result
+}
+
+// engineError is what the engine's log says went wrong (its "error:" diagnostics, the first
+// three), else the error's last line.
+func engineError(log string, err error) string {
+	data, _ := os.ReadFile(log)
+	var said []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, msg, ok := strings.Cut(line, "error: "); ok && !slices.Contains(said, strings.TrimSpace(msg)) && len(said) < 3 {
+			said = append(said, strings.TrimSpace(msg))
+		}
+	}
+	if len(said) > 0 {
+		return strings.Join(said, "; ")
+	}
+	return lastLine(err.Error())
 }
 
 // lastLine is the last non-empty line of a (multi-line) error text: the engine's own summary.
@@ -456,4 +473,3 @@ func (s *syncWriter) printf(format string, a ...any) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(s.w, format, a...)
 }
-

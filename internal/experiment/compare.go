@@ -42,7 +42,7 @@ type Comparison struct {
 	Stacks      []Figure `json:"stacks"`
 	Winner      string   `json:"winner,omitempty"`
 	Factor      float64  `json:"factor,omitempty"` // the winner's figure over the next best's (or the inverse, for time): how much it wins by
-	Whole       bool     `json:"whole"`            // every stack was measured on every repeat, and every run passed
+	Whole       bool     `json:"whole"`            // every stack gave its figure on every repeat, and no run failed
 	Explanation string   `json:"explanation"`
 }
 
@@ -98,7 +98,7 @@ func Compare(stacks []Measured) Comparison {
 				continue
 			}
 			f.Verdicts = append(f.Verdicts, r.Result.Verdict.Status)
-			if r.Result.Verdict.Status != bench.Pass {
+			if r.Result.Verdict.Status == bench.Fail { // unknown (no published figure) still measures
 				c.Whole = false
 			}
 			if v, ok := figureOf(r.Result, training, c.SizeBytes); ok {

@@ -266,7 +266,9 @@ func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...str
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = e.Work
-	cmd.Env = os.Environ()
+	// PULUMI_HOME too: a gpucluster command that drives the engine (experiment run) finds the
+	// aws doubles there, as the tier's own stacks do.
+	cmd.Env = append(os.Environ(), "PULUMI_HOME="+e.home)
 	for k, v := range e.vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

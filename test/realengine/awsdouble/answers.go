@@ -14,9 +14,13 @@ import (
 func (p *Provider) answers(typ string, state resource.PropertyMap, id string) resource.PropertyMap {
 	switch typ {
 	case "aws:eks/cluster:Cluster":
+		answer := p.cluster
+		if own, ok := p.clusters[nameOf(state)]; ok {
+			answer = own
+		}
 		return resource.NewPropertyMapFromMap(map[string]any{
-			"endpoint":             p.cluster.endpoint,
-			"certificateAuthority": map[string]any{"data": p.cluster.ca},
+			"endpoint":             answer.endpoint,
+			"certificateAuthority": map[string]any{"data": answer.ca},
 			"arn":                  fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", p.currentRegion(), accountOf(), nameOf(state)),
 			"status":               "ACTIVE",
 		})

@@ -42,6 +42,10 @@ const (
 	// pulumi-eks builds from them reaches it.
 	EnvEndpoint = "GPUCLUSTER_AWS_DOUBLE_EKS_ENDPOINT"
 	EnvCA       = "GPUCLUSTER_AWS_DOUBLE_EKS_CA"
+	// EnvClusters is, where one engine's stacks each have an API server of their own (an
+	// experiment's), a JSON object of cluster name → {"endpoint", "ca"}: each EKS cluster answers
+	// its own. A cluster it does not name answers EnvEndpoint and EnvCA.
+	EnvClusters = "GPUCLUSTER_AWS_DOUBLE_EKS_CLUSTERS"
 	// EnvToken is the bearer token that API server accepts, which the aws CLI stand-in
 	// (test/realengine/cmd/aws) answers `aws eks get-token` with.
 	EnvToken = "GPUCLUSTER_AWS_DOUBLE_EKS_TOKEN"
@@ -59,6 +63,8 @@ type Provider struct {
 	version string
 	schema  *schema.Schema
 	cluster clusterAnswer
+	// clusters are the answers of clusters with a server of their own, by name (EnvClusters).
+	clusters map[string]clusterAnswer
 
 	mu     sync.Mutex
 	region string
@@ -66,6 +72,12 @@ type Provider struct {
 
 // clusterAnswer is what an aws:eks/cluster:Cluster answers that only EKS computes.
 type clusterAnswer struct{ endpoint, ca string }
+
+// ClusterAnswer is one cluster's entry of EnvClusters.
+type ClusterAnswer struct {
+	Endpoint string `json:"endpoint"`
+	CA       string `json:"ca"` // base64 PEM
+}
 
 // New returns the double configured from the environment.
 func New() (*Provider, error) {
@@ -81,7 +93,18 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws double %s: %s: %w", v, EnvSDK, err)
 	}
-	return &Provider{rec: rec, version: v, schema: sdk, cluster: clusterAnswer{endpoint: os.Getenv(EnvEndpoint), ca: os.Getenv(EnvCA)}}, nil
+	p := &Provider{rec: rec, version: v, schema: sdk, cluster: clusterAnswer{endpoint: os.Getenv(EnvEndpoint), ca: os.Getenv(EnvCA)}}
+	if raw := os.Getenv(EnvClusters); raw != "" {
+		var named map[string]ClusterAnswer
+		if err := json.Unmarshal([]byte(raw), &named); err != nil {
+			return nil, fmt.Errorf("aws double: %s: %w", EnvClusters, err)
+		}
+		p.clusters = map[string]clusterAnswer{}
+		for name, a := range named {
+			p.clusters[name] = clusterAnswer{endpoint: a.Endpoint, ca: a.CA}
+		}
+	}
+	return p, nil
 }
 
 // call is a record line of this double: the provider and the version that served it.

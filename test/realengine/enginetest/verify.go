@@ -55,6 +55,8 @@ func (d *Deployment) joinNodes() []joinedNode {
 	for zone, id := range d.spec.VPC.PrivateSubnets {
 		zoneOf[id] = zone
 	}
+	// The stack's own calls: an experiment's workspace records several stacks.
+	calls = slices.DeleteFunc(calls, func(c record.Call) bool { return !strings.HasPrefix(c.URN, "urn:pulumi:"+d.name+"::") })
 	templates := map[string]record.Call{}
 	for _, c := range calls {
 		if c.Op != "create" && c.Op != "update" || c.Error != "" {

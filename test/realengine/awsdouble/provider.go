@@ -46,6 +46,10 @@ const (
 	// experiment's), a JSON object of cluster name → {"endpoint", "ca"}: each EKS cluster answers
 	// its own. A cluster it does not name answers EnvEndpoint and EnvCA.
 	EnvClusters = "GPUCLUSTER_AWS_DOUBLE_EKS_CLUSTERS"
+	// EnvRefuse is a JSON object of "<type>::<name>" → error: creating the resource whose URN
+	// ends so fails with that error, as AWS fails one (a test's stand-in for, say, no capacity
+	// for an instance type).
+	EnvRefuse = "GPUCLUSTER_AWS_DOUBLE_REFUSE"
 	// EnvToken is the bearer token that API server accepts, which the aws CLI stand-in
 	// (test/realengine/cmd/aws) answers `aws eks get-token` with.
 	EnvToken = "GPUCLUSTER_AWS_DOUBLE_EKS_TOKEN"
@@ -264,6 +268,12 @@ func (p *Provider) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pul
 		return &pulumirpc.CreateResponse{Properties: req.GetProperties()}, nil
 	}
 	typ := string(urn.Type())
+	if refusal := refused(string(urn)); refusal != "" {
+		c := p.call("create")
+		c.Type, c.URN, c.Inputs, c.Error = typ, string(urn), plain(news), refusal
+		p.rec.Write(c)
+		return nil, fmt.Errorf("%s", refusal)
+	}
 	id := fakecloud.ID(typ, string(urn))
 	out := p.computed(typ, urn.Name(), news, id, nil)
 	c := p.call("create")
@@ -427,4 +437,22 @@ func nextTemplateVersion(olds, news resource.PropertyMap) resource.PropertyValue
 		}
 	}
 	return latest
+}
+
+// refused is the error EnvRefuse gives creating urn, "" if none.
+func refused(urn string) string {
+	raw := os.Getenv(EnvRefuse)
+	if raw == "" {
+		return ""
+	}
+	var refusals map[string]string
+	if json.Unmarshal([]byte(raw), &refusals) != nil {
+		return fmt.Sprintf("aws double: %s is not a JSON object of URN to error", EnvRefuse)
+	}
+	for key, refusal := range refusals {
+		if strings.HasSuffix(urn, key) {
+			return refusal
+		}
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,7 +97,7 @@ func cmdExperimentRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %s %s\n", relative(x.files[i]), topology.KeyExpiresAt, s.ExpiresBy.Format(time.RFC3339))
 	}
 	r := &experimentRun{x: x, dir: dir, job: *jobKind, repeat: *repeat, health: !*noHealth, verifyWait: *verifyWait, poll: *poll,
-		stdout: &syncWriter{w: stdout}, stderr: stderr}
+		keep: *keep, destroyed: map[string]bool{}, stdout: &syncWriter{w: stdout}, stderr: stderr}
 	return r.run(*keep)
 }
 
@@ -126,10 +127,12 @@ type experimentRun struct {
 	poll        time.Duration
 	stdout      *syncWriter
 	stderr      io.Writer
+	keep        bool
 	mu          sync.Mutex
 	deployments []*experiment.Deployment
+	destroyed   map[string]bool // by stack: its destroy left nothing
 	measured    []experiment.Measured
-	interrupted bool
+	interrupted atomic.Bool
 }
 
 func (r *experimentRun) say(stack, format string, a ...any) {
@@ -138,8 +141,7 @@ func (r *experimentRun) say(stack, format string, a ...any) {
 
 // run brings every stack up, measures it, compares, and destroys what it brought up.
 func (r *experimentRun) run(keep bool) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := r.interrupts()
 	r.measured = make([]experiment.Measured, len(r.x.stacks))
 	var wg sync.WaitGroup
 	for i, s := range r.x.stacks {
@@ -153,30 +155,50 @@ func (r *experimentRun) run(keep bool) int {
 		}()
 	}
 	wg.Wait()
-	r.interrupted = ctx.Err() != nil
-	stop() // from here a Ctrl-C must not stop the destroy
-	hold := make(chan os.Signal, 1)
-	signal.Notify(hold, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(hold)
-	go func() {
-		for range hold {
-			r.stdout.printf("destroying the stacks: a second Ctrl-C does not stop it (it would leave them running); wait\n")
-		}
-	}()
 
 	code := r.compare()
-	if keep {
-		for _, d := range r.deployments {
+	for _, d := range r.deployments {
+		switch {
+		case keep:
 			r.say(d.Name, "kept (--keep): destroy it with pulumi destroy -s %s; its GPU pools stop at its expiry anyway", d.Name)
+		case !r.destroyed[d.Name]:
+			code = exitFail
 		}
-	} else if !r.destroyAll() {
-		code = exitFail
 	}
-	if r.interrupted {
+	if r.interrupted.Load() {
 		fmt.Fprintln(r.stderr, "gpucluster experiment run: interrupted; the comparison holds what was measured before")
 		return exitFail
 	}
 	return code
+}
+
+// interrupts is the experiment's context, cancelled by the first Ctrl-C or SIGTERM; nothing
+// stops the destroys after it.
+//
+// The engine stops an update on SIGINT by itself, gracefully: it waits for the operations in
+// flight and records them, so that the destroy finds everything. A Ctrl-C at a terminal reaches
+// the whole process group, the Pulumi CLI among it, so the update is never cancelled through
+// its context: the Automation API would send a second SIGINT (which makes the CLI stop at once)
+// and kill it ten seconds on, leaving an EKS cluster half-made and out of the state. A SIGTERM
+// reaches this process alone: it is passed to the group as the SIGINT a terminal would send.
+func (r *experimentRun) interrupts() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for sig := range sigs {
+			if r.interrupted.Swap(true) {
+				r.stdout.printf("destroying what was brought up: another Ctrl-C does not stop it (it would leave the stacks running); wait\n")
+				continue
+			}
+			r.stdout.printf("interrupted: every stack stops its step and is destroyed\n")
+			if sig == syscall.SIGTERM {
+				syscall.Kill(0, syscall.SIGINT)
+			}
+			cancel()
+		}
+	}()
+	return ctx
 }
 
 // stack brings stack i up and measures it; a failure is recorded with its step.
@@ -197,15 +219,34 @@ func (r *experimentRun) stack(ctx context.Context, i int) {
 	r.mu.Lock()
 	r.deployments = append(r.deployments, d)
 	r.mu.Unlock()
+	// Destroyed as soon as it is done with, measured or failed: GPU instances bill by the second.
+	defer func() {
+		if !r.keep {
+			ok := r.destroy(d)
+			r.mu.Lock()
+			r.destroyed[d.Name] = ok
+			r.mu.Unlock()
+		}
+	}()
 	started := now()
 	r.say(s.Name, "up: started (engine log %s)", shown(filepath.Join(dir, "up.log")))
 	upLog := filepath.Join(dir, "up.log")
-	if err := withLog(upLog, func(w io.Writer) error { return d.Up(ctx, w) }); err != nil {
+	// Never cancelled: the engine stops on the SIGINT it gets itself (interrupts).
+	if err := withLog(upLog, func(w io.Writer) error { return d.Up(context.Background(), w) }); err != nil {
+		if ctx.Err() != nil {
+			m.Failed = "up: interrupted (the engine stopped its update)"
+			r.say(s.Name, "%s after %s", m.Failed, now().Sub(started).Round(time.Second))
+			return
+		}
 		m.Failed = "up: " + engineError(upLog, err)
 		r.say(s.Name, "up failed after %s: %s (engine log %s)", now().Sub(started).Round(time.Second), engineError(upLog, err), shown(upLog))
 		return
 	}
 	r.say(s.Name, "up in %s", now().Sub(started).Round(time.Second))
+	if ctx.Err() != nil {
+		m.Failed = "interrupted"
+		return
+	}
 	kubeconfig, err := d.Kubeconfig(ctx)
 	if err != nil {
 		m.Failed = "kubeconfig: " + err.Error()
@@ -359,34 +400,28 @@ func experimentMarkdown(c experiment.Comparison, measured []experiment.Measured,
 	return b.String()
 }
 
-// destroyAll destroys every stack the experiment opened, side by side, each with a context of
-// its own (the experiment's may be cancelled), and says how to finish any AWS refused.
-func (r *experimentRun) destroyAll() bool {
-	var wg sync.WaitGroup
-	ok := make([]bool, len(r.deployments))
-	for i, d := range r.deployments {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), destroyTimeout)
-			defer cancel()
-			started := now()
-			r.say(d.Name, "destroy: started")
-			err := withLog(filepath.Join(r.dir, d.Name, "destroy.log"), func(w io.Writer) error { return d.Destroy(ctx, w) })
-			left, lerr := d.Remaining(ctx)
-			switch {
-			case err == nil && lerr == nil && left == 0:
-				ok[i] = true
-				r.say(d.Name, "destroyed in %s", now().Sub(started).Round(time.Second))
-			case err == nil && lerr == nil:
-				r.say(d.Name, "destroy left %d resource(s): finish with pulumi destroy -s %s", left, d.Name)
-			default:
-				r.say(d.Name, "destroy failed: %s. Finish with pulumi destroy -s %s (in %s); its GPU pools stop at their expiry anyway", lastLine(errText2(err, lerr)), d.Name, r.x.project)
-			}
-		}()
+// destroy destroys a stack the experiment opened, with a context of its own (the experiment's
+// may be cancelled), says how to finish if AWS refused, and says whether nothing is left.
+func (r *experimentRun) destroy(d *experiment.Deployment) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), destroyTimeout)
+	defer cancel()
+	started := now()
+	r.say(d.Name, "destroy: started")
+	log := filepath.Join(r.dir, d.Name, "destroy.log")
+	err := withLog(log, func(w io.Writer) error { return d.Destroy(ctx, w) })
+	left, lerr := d.Remaining(ctx)
+	switch {
+	case err == nil && lerr == nil && left == 0:
+		r.say(d.Name, "destroyed in %s", now().Sub(started).Round(time.Second))
+		return true
+	case err == nil && lerr == nil:
+		r.say(d.Name, "destroy left %d resource(s): finish with pulumi destroy -s %s (in %s)", left, d.Name, r.x.project)
+	case err != nil:
+		r.say(d.Name, "destroy failed: %s. Finish with pulumi destroy -s %s (in %s); its GPU pools stop at their expiry anyway", engineError(log, err), d.Name, r.x.project)
+	default:
+		r.say(d.Name, "destroyed, but its state could not be read to check: %v; check with pulumi stack -s %s", lerr, d.Name)
 	}
-	wg.Wait()
-	return !slices.Contains(ok, false)
+	return false
 }
 
 // plannedExperiment is an experiment that passed its plan's checks' parsing.
@@ -459,8 +494,6 @@ func errText(err error) string {
 	}
 	return ": " + err.Error()
 }
-
-func errText2(errs ...error) string { return errors.Join(errs...).Error() }
 
 // syncWriter serialises the stacks' progress lines.
 type syncWriter struct {

@@ -260,6 +260,20 @@ func (e *Env) CLI(ctx context.Context, args ...string) (string, error) {
 // the tools), as a user would at the project root; stdin may be nil. A command that ran and
 // failed gives an error wrapping its *exec.ExitError.
 func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...string) (string, error) {
+	cmd := e.Command(ctx, name, args...)
+	cmd.Stdin = stdin
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// Command is the command Run runs, not started: for a test that reads its output as it comes or
+// signals it as a terminal would.
+func (e *Env) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	path := name
 	if _, err := os.Stat(filepath.Join(e.Tools.Bin, name)); err == nil {
 		path = filepath.Join(e.Tools.Bin, name) // exec looks names up in this process's PATH, not cmd.Env's
@@ -275,12 +289,5 @@ func (e *Env) Run(ctx context.Context, stdin io.Reader, name string, args ...str
 	if e.Clock != nil {
 		cmd.Env = append(cmd.Env, "GPUCLUSTER_AT="+e.Clock().UTC().Format(time.RFC3339))
 	}
-	cmd.Stdin = stdin
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out), nil
+	return cmd
 }

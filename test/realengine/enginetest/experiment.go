@@ -1,12 +1,16 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,21 +81,40 @@ func NewExperiment(t *testing.T, names ...string) *Experiment {
 // once its node groups exist and serves its benchmark's logs. It returns the command's output
 // and error.
 func (x *Experiment) Run(ctx context.Context, args ...string) (string, error) {
-	type result struct {
-		out string
-		err error
+	return x.run(ctx, nil, args...)
+}
+
+// RunInterrupted is Run with a Ctrl-C as a terminal sends it, to the command's whole process
+// group (the Pulumi CLI and every step among it), once when says so. It returns the command's
+// output, standard error after, and whether the Ctrl-C was sent.
+func (x *Experiment) RunInterrupted(ctx context.Context, when func() bool, args ...string) (string, error) {
+	return x.run(ctx, when, args...)
+}
+
+func (x *Experiment) run(ctx context.Context, interruptWhen func() bool, args ...string) (string, error) {
+	cmd := x.Env.Command(ctx, "gpucluster", append([]string{"experiment", "run"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a terminal's foreground job
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		return "", err
 	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := x.Env.Run(ctx, nil, "gpucluster", append([]string{"experiment", "run"}, args...)...)
-		done <- result{out, err}
-	}()
-	joined, serving := map[string]bool{}, map[string]bool{}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	joined, serving, interrupted := map[string]bool{}, map[string]bool{}, false
 	for {
 		select {
-		case r := <-done:
-			return r.out, r.err
-		case <-time.After(2 * time.Second):
+		case err := <-done:
+			if err != nil {
+				err = fmt.Errorf("gpucluster experiment run: %w", err)
+			}
+			return out.String() + errOut.String(), err
+		case <-time.After(time.Second):
+		}
+		if interruptWhen != nil && !interrupted && interruptWhen() {
+			interrupted = true
+			x.t.Logf("Ctrl-C to the experiment's process group")
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		}
 		for _, d := range x.Stacks {
 			if !joined[d.name] {
@@ -108,6 +131,18 @@ func (x *Experiment) Run(ctx context.Context, args ...string) (string, error) {
 			}
 		}
 	}
+}
+
+// UpStarted says whether the experiment started every stack's up (its engine log exists) at
+// least since ago, as this test saw it.
+func (x *Experiment) UpStarted(since time.Duration) bool {
+	for _, d := range x.Stacks {
+		files, _ := filepath.Glob(filepath.Join(x.Env.Work, "results", "experiments", "*", d.name, "up.log"))
+		if len(files) == 0 || time.Since(firstSeen(files[0])) < since {
+			return false
+		}
+	}
+	return true
 }
 
 // upDone says whether the experiment has brought the stack up: it writes the stack's kubeconfig then.
@@ -229,3 +264,12 @@ func leftInRecord(calls []record.Call, stack string) []string {
 
 // ExitCode is a command's exit code from Env.Run's error: 0 when it succeeded.
 func ExitCode(err error) int { return exitCode(err) }
+
+// seen is when each file was first looked at (firstSeen).
+var seen sync.Map
+
+// firstSeen is when path was first asked about: a file's age as the test saw it.
+func firstSeen(path string) time.Time {
+	t, _ := seen.LoadOrStore(path, time.Now())
+	return t.(time.Time)
+}

@@ -31,6 +31,28 @@ var ExperimentLaunchers = map[string]string{
 	"g6e-ena": "cmd/gpucluster/testdata/benchrun/g6e-ena-launcher.log",
 }
 
+// FieldAB is the field's A/B, g6e over EFA against g6e over ENA, as the tier runs it: the stacks,
+// and experiment run's arguments (the account's quota said; health skipped, as its checks' logs
+// are not served here; a quick poll). A test binary takes one.
+var FieldAB = struct {
+	Stacks []string
+	Args   []string
+}{
+	Stacks: []string{"g6e-efa", "g6e-ena"},
+	Args: []string{"--stacks", "g6e-efa,g6e-ena", "--quota", "Running On-Demand G and VT instances=384", "--no-health",
+		"--verify-wait", "4m", "--poll", "500ms"},
+}
+
+// CheckDestroyed: the experiment's output says each stack was destroyed.
+func (x *Experiment) CheckDestroyed(out string) {
+	x.t.Helper()
+	for _, d := range x.Stacks {
+		if !strings.Contains(out, d.name+": destroyed") {
+			x.t.Errorf("%s was not destroyed:\n%s", d.name, out)
+		}
+	}
+}
+
 // Experiment is `gpucluster experiment run` over several stacks in one workspace (one Pulumi
 // backend, one aws double record): the CLI brings the stacks up and down itself, through the
 // Automation API and the real engine. Each stack's EKS cluster is an API server of its own
@@ -78,15 +100,14 @@ func NewExperiment(t *testing.T, names ...string) *Experiment {
 }
 
 // Run runs `gpucluster experiment run` with args and, while it runs, joins each stack's GPU nodes
-// once its node groups exist and serves its benchmark's logs. It returns the command's output
-// and error.
+// once its node groups exist and serves its benchmark's logs. It returns the command's output,
+// standard error after, and its error.
 func (x *Experiment) Run(ctx context.Context, args ...string) (string, error) {
 	return x.run(ctx, nil, args...)
 }
 
 // RunInterrupted is Run with a Ctrl-C as a terminal sends it, to the command's whole process
-// group (the Pulumi CLI and every step among it), once when says so. It returns the command's
-// output, standard error after, and whether the Ctrl-C was sent.
+// group (the Pulumi CLI and every step among it), once when says so.
 func (x *Experiment) RunInterrupted(ctx context.Context, when func() bool, args ...string) (string, error) {
 	return x.run(ctx, when, args...)
 }

@@ -30,12 +30,12 @@ func TestExperimentRunWithAStackThatFailsItsUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the real engine: not under -short")
 	}
-	x := enginetest.NewExperiment(t, "g6e-efa", "g6e-ena")
+	x := enginetest.NewExperiment(t, enginetest.FieldAB.Stacks...)
 	refuse, _ := json.Marshal(map[string]string{"aws:eks/nodeGroup:NodeGroup::" + topology.PoolResourceName("g6e-ena", "gpu"): noCapacity})
 	x.Env.SetEnv(awsdouble.EnvRefuse, string(refuse))
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
-	out, err := x.Run(ctx, "--stacks", "g6e-efa,g6e-ena", "--quota", "Running On-Demand G and VT instances=384", "--no-health", "--verify-wait", "4m", "--poll", "500ms")
+	out, err := x.Run(ctx, enginetest.FieldAB.Args...)
 	if code := enginetest.ExitCode(err); code != 1 {
 		t.Fatalf("experiment run: exit %d, want 1 (the comparison is not whole): %v\n%s\n%s", code, err, out, x.Logs())
 	}
@@ -51,8 +51,6 @@ func TestExperimentRunWithAStackThatFailsItsUp(t *testing.T) {
 	if !strings.HasPrefix(ena.Failed, "up: ") || !strings.Contains(ena.Failed, "InsufficientInstanceCapacity") {
 		t.Errorf("g6e-ena: failed %q; want its up, with AWS's reason", ena.Failed)
 	}
-	if !strings.Contains(out, "g6e-efa: destroyed") || !strings.Contains(out, "g6e-ena: destroyed") {
-		t.Errorf("output lacks a destroy:\n%s", out)
-	}
+	x.CheckDestroyed(out)
 	x.CheckNothingLeft(ctx)
 }

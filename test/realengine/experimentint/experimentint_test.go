@@ -22,19 +22,14 @@ func TestExperimentRunInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the real engine: not under -short")
 	}
-	x := enginetest.NewExperiment(t, "g6e-efa", "g6e-ena")
+	x := enginetest.NewExperiment(t, enginetest.FieldAB.Stacks...)
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
-	out, err := x.RunInterrupted(ctx, func() bool { return x.UpStarted(20 * time.Second) },
-		"--stacks", "g6e-efa,g6e-ena", "--quota", "Running On-Demand G and VT instances=384", "--no-health", "--verify-wait", "4m", "--poll", "500ms")
+	out, err := x.RunInterrupted(ctx, func() bool { return x.UpStarted(20 * time.Second) }, enginetest.FieldAB.Args...)
 	t.Logf("experiment run:\n%s", out)
 	if code := enginetest.ExitCode(err); code != 1 || !strings.Contains(out, "interrupted") {
 		t.Fatalf("exit %d (%v), want 1 and the interruption said\n%s", code, err, x.Logs())
 	}
-	for _, stack := range []string{"g6e-efa", "g6e-ena"} {
-		if !strings.Contains(out, stack+": destroyed") {
-			t.Errorf("%s was not destroyed:\n%s", stack, out)
-		}
-	}
+	x.CheckDestroyed(out)
 	x.CheckNothingLeft(ctx)
 }

@@ -28,7 +28,6 @@ import (
 const (
 	experimentMD   = "COMPARISON.md"
 	experimentJSON = "comparison.json"
-	experimentSVG  = "busbw.svg"
 )
 
 // destroyTimeout bounds each stack's destroy: pulumi-eks's cluster and a Karpenter pool's
@@ -262,7 +261,7 @@ func (r *experimentRun) stack(ctx context.Context, i int) {
 		steps = append(steps, []string{"health", "--stack", s.Name, "--kubeconfig", kc, "--poll", r.poll.String()})
 	}
 	for _, step := range steps {
-		if code, err := r.gpucluster(ctx, s.Name, filepath.Join(dir, step[0]+".txt"), step...); code != exitOK {
+		if code, err := r.gpucluster(ctx, filepath.Join(dir, step[0]+".txt"), step...); code != exitOK {
 			m.Failed = fmt.Sprintf("%s: exit %d%s (%s)", step[0], code, errText(err), shown(filepath.Join(dir, step[0]+".txt")))
 			r.say(s.Name, "%s", m.Failed)
 			return
@@ -273,7 +272,7 @@ func (r *experimentRun) stack(ctx context.Context, i int) {
 		before, _ := filepath.Glob(filepath.Join(dir, s.Name, "*"))
 		runStart := now()
 		log := filepath.Join(dir, fmt.Sprintf("bench-run-%d.txt", n))
-		code, err := r.gpucluster(ctx, s.Name, log, "bench", "run", "--stack", s.Name, "--kubeconfig", kc, "--job", r.job, "--results", dir, "--poll", r.poll.String())
+		code, err := r.gpucluster(ctx, log, "bench", "run", "--stack", s.Name, "--kubeconfig", kc, "--job", r.job, "--results", dir, "--poll", r.poll.String())
 		run := experiment.Run{Seconds: now().Sub(runStart).Seconds()}
 		if after, _ := filepath.Glob(filepath.Join(dir, s.Name, "*")); len(after) > len(before) {
 			run.Dir = shown(newest(after, before))
@@ -300,7 +299,7 @@ func (r *experimentRun) stack(ctx context.Context, i int) {
 // gpucluster runs this CLI's own binary for one step of a stack, its output in log: each step is
 // the command a user would run, with its own signals (a Ctrl-C reaches it as it reaches this
 // process) and its clock started where this one is.
-func (r *experimentRun) gpucluster(ctx context.Context, stack, log string, args ...string) (int, error) {
+func (r *experimentRun) gpucluster(ctx context.Context, log string, args ...string) (int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return exitFail, err
@@ -356,7 +355,7 @@ func (r *experimentRun) compare() int {
 	}{cmp, r.measured}, "", "  ")
 	files := map[string][]byte{experimentMD: []byte(md), experimentJSON: append(js, '\n')}
 	if len(bench.Sizes(runs)) > 0 {
-		files[experimentSVG] = []byte(compareSVG(runs))
+		files[benchrun.ResultSVG] = []byte(compareSVG(runs)) // the chart a run writes, of every run
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(r.dir, name), data, 0o644); err != nil {

@@ -23,9 +23,6 @@ import (
 type Deployment struct {
 	Name  string
 	stack auto.Stack
-	// Created: the experiment created the stack in the backend. A stack that was there before
-	// is used only if it holds no resource, and its destroy removes only what the experiment made.
-	Created bool
 }
 
 // ErrStackInUse is a stack the backend already holds resources for: not the experiment's to
@@ -33,12 +30,13 @@ type Deployment struct {
 var ErrStackInUse = errors.New("already holds resources")
 
 // Open creates the stack in the backend, or takes an empty one that is there (a `pulumi stack
-// init` without an up). project is the project's directory (Pulumi.yaml), projectName its name.
+// init` without an up): a stack that holds resources is not the experiment's, and its destroy
+// must remove only what the experiment made. project is the project's directory (Pulumi.yaml), projectName its name.
 func Open(ctx context.Context, project, projectName, name, stackFile string, now func() time.Time) (*Deployment, error) {
 	run := program.RunEngine(stackFile, now)
 	st, err := auto.NewStackInlineSource(ctx, name, projectName, run, auto.WorkDir(project))
 	if err == nil {
-		return &Deployment{Name: name, stack: st, Created: true}, nil
+		return &Deployment{Name: name, stack: st}, nil
 	}
 	if !auto.IsCreateStack409Error(err) {
 		return nil, err

@@ -88,7 +88,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 		}
 		var fast, general reading
 		for _, rd := range []*reading{&fast, &general} {
-			rd.placed, rd.said, rd.classed = map[string][2]string{}, map[string][]hit{}, map[string]string{}
+			rd.placed, rd.said, rd.classed = map[string]placed{}, map[string][]hit{}, map[string]string{}
 		}
 		got, ok := fast.readConnectionLine(line, 7, nil)
 		if !ok {

@@ -51,7 +51,8 @@ func (f *Failures) read(rec *record, n int) bool {
 	// The line without a launcher's label: worked out only for the few lines that need it.
 	text := ""
 	if f.lastErrorNext || strings.Contains(line, "Last error:") || rec.findOnLine(libfabricRe) != nil || rec.findOnLine(testFailureRe) != nil || rec.findOnLine(hangRe) != nil || rec.findOnLine(crashRe) != nil {
-		text = strings.TrimSpace(rankLabel.ReplaceAllString(line, ""))
+		// Cloned: a connection's line points into its batch's buffer, which is read again.
+		text = strings.Clone(strings.TrimSpace(rankLabel.ReplaceAllString(line, "")))
 	}
 	if f.lastErrorNext {
 		f.lastErrorNext = false

@@ -10,8 +10,11 @@ import (
 // copied, but the start of the one a block ends in, which begins the next block. A line over
 // maxLine bytes (an application's progress bar, a dumped tensor) is cut to its first maxLine
 // bytes, which is where NCCL's own marker stands, and the cut is recorded: nothing is skipped
-// silently. Every block is a new buffer, never written once its lines are handed out, so the
-// parse reads it as one string without copying it.
+// silently. A block's buffer is not written while its lines are read, so the parse reads it as
+// one string without copying it; it is written again only when the same blockLines is read into
+// once more, after everything its lines were read for is done (a batch, once applied), and
+// nothing kept may point into it (TestNothingKeptPointsIntoABatch,
+// TestReusedBuffersChangeNothing).
 type blockReader struct {
 	r         io.Reader
 	blockSize int
@@ -24,11 +27,12 @@ type blockReader struct {
 }
 
 // blockLines is one block's lines: line i is text[starts[i]:ends[i]], without its end (\n or
-// \r\n), and cuts[i] bytes of it were not kept.
+// \r\n), and cuts[i] bytes of it were not kept. text views buf.
 type blockLines struct {
 	text         string
 	starts, ends []int
 	cuts         []int64
+	buf          []byte
 }
 
 func newBlockReader(r io.Reader, blockSize, maxLine int) *blockReader {
@@ -43,7 +47,17 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 	if br.done {
 		return true, nil
 	}
-	buf := make([]byte, len(br.carry), len(br.carry)+br.blockSize)
+	// The block's buffer is b's last one, read again: a fresh buffer per block made the
+	// garbage collector run every few blocks.
+	// It has room for the block and a carried line as long (lines are shorter than blocks).
+	buf := b.buf
+	if need := len(br.carry) + br.blockSize; cap(buf) < need {
+		buf = make([]byte, need+br.blockSize)
+	} else if reusing != nil {
+		reusing()
+	}
+	b.buf = buf
+	buf = buf[: len(br.carry) : len(br.carry)+br.blockSize]
 	copy(buf, br.carry)
 	head := len(br.carry)
 	var data []byte
@@ -112,6 +126,9 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 	br.set(b, data)
 	return br.done, err
 }
+
+// reusing, when set (by a test), is told of a buffer about to be read into again.
+var reusing func()
 
 // add adds the line data[start:end], of which cut bytes were already dropped, cutting it to
 // maxLine.

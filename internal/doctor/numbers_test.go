@@ -58,4 +58,8 @@ func TestCurrentCommsAnswersAfterEverySet(t *testing.T) {
 	if of(t1) != a || of(t2) != b || of(t3) != b || of(o1) != x {
 		t.Fatalf("after set(t3, b): t1 %v t2 %v t3 %v o1 %v", of(t1).ID, of(t2).ID, of(t3).ID, of(o1).ID)
 	}
+	c.set(t1, proc, x) // t1 moves on: its own answer changes, t3's stays
+	if of(t1) != x || of(t2) != x || of(t3) != b || of(o1) != x {
+		t.Fatalf("after set(t1, x): t1 %v t2 %v t3 %v o1 %v", of(t1).ID, of(t2).ID, of(t3).ID, of(o1).ID)
+	}
 }

@@ -384,7 +384,7 @@ func Parse(r io.Reader) (*Log, error) {
 		}
 		if comm == nil {
 			if pending[thread] == nil {
-				thread = procKey{strings.Clone(thread.host), strings.Clone(thread.pid), strings.Clone(thread.tid)} // kept: a connection's record points into its batch (batch.read)
+				thread = thread.clone() // kept: a connection's record points into its batch (batch.read)
 				pending[thread] = newComm("")
 				pendingOrder = append(pendingOrder, thread)
 			}
@@ -452,28 +452,44 @@ func Parse(r io.Reader) (*Log, error) {
 // procKey is a process (tid "") or one of its threads: host, pid, tid as NCCL prints them.
 type procKey struct{ host, pid, tid string }
 
+// clone is k in memory of its own, to be kept past its batch.
+func (k procKey) clone() procKey {
+	return procKey{strings.Clone(k.host), strings.Clone(k.pid), strings.Clone(k.tid)}
+}
+
 // currentComms is the communicator each thread and process sets up now. The ranks' threads
 // log their connections interleaved, and hashing three strings per line cost more than the
 // rest of the lookup: recent answers are kept in a small table indexed by the thread's ids
-// (threadSlot), and those of a process are forgotten when a communicator of its is set.
+// (threadSlot), two to a slot, the latest first (a job's threads are many, and two of them in
+// one slot would each push the other out at every line), and forgotten only when a set can
+// change them.
 type currentComms struct {
 	byKey  map[procKey]*Comm
-	recent [64]recentComm
+	recent [threadSlots][2]recentComm
 }
+
+// threadSlots is the number of slots of currentComms.recent (a power of two).
+const threadSlots = 64
 
 type recentComm struct {
 	thread procKey
 	comm   *Comm
 	known  bool
+	own    bool // the thread's own communicator, not its process's
 }
 
-// set makes comm the thread's and its process's. A thread's answer depends on its own entry
-// and its process's, so only the recent answers of that process's threads can change.
+// set makes comm the thread's and its process's. A thread's own answer changes only with its
+// own set; an answer taken from the process, with any set of that process. Every thread that
+// sets up a communicator logs its Init line, so the answers of a job's ranks stay known while
+// their neighbours set theirs.
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 	c.byKey[thread], c.byKey[proc] = comm, comm
 	for i := range c.recent {
-		if e := &c.recent[i]; e.known && e.thread.pid == proc.pid && e.thread.host == proc.host {
-			e.known = false
+		for j := range c.recent[i] {
+			e := &c.recent[i][j]
+			if e.known && e.thread.pid == proc.pid && e.thread.host == proc.host && (!e.own || e.thread.tid == thread.tid) {
+				e.known = false
+			}
 		}
 	}
 }
@@ -481,24 +497,32 @@ func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 // of is the thread's communicator, else its process's (nil if neither has one); a thread
 // names its process, and slot is threadSlot of its ids.
 func (c *currentComms) of(thread, proc procKey, slot int) *Comm {
-	e := &c.recent[slot]
-	if e.known && e.thread == thread {
+	ways := &c.recent[slot]
+	if e := &ways[0]; e.known && e.thread == thread {
 		return e.comm
 	}
-	comm := c.byKey[thread]
-	if comm == nil {
+	if e := ways[1]; e.known && e.thread == thread {
+		ways[0], ways[1] = e, ways[0]
+		return e.comm
+	}
+	comm, own := c.byKey[thread]
+	if !own {
 		comm = c.byKey[proc]
 	}
-	*e = recentComm{thread, comm, true}
+	// Cloned: a connection's thread points into its batch's buffer, which is read again.
+	ways[0], ways[1] = recentComm{thread.clone(), comm, true, own}, ways[0]
 	return comm
 }
 
 // threadSlot is a thread's place in currentComms.recent: a hash of the last two digits of its
 // pid and tid, which tell a host's threads apart (a collision costs one map lookup, not a
-// wrong answer).
+// wrong answer). The digits are mixed whole (splitmix64's finaliser): a job's ids are close
+// together, and one multiplication put a third of a p5 job's threads in another's slot.
 func threadSlot(pid, tid string) int {
 	h := uint64(lastBytes(pid))<<16 | uint64(lastBytes(tid))
-	return int(h * 0x9E3779B97F4A7C15 >> 58)
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	return int((h ^ h>>31) & (threadSlots - 1))
 }
 
 // lastBytes is s's last two bytes as one number.

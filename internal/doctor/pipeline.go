@@ -9,8 +9,8 @@ import (
 // A log is read in batches of lines: one goroutine reads them, a block at a time, every core
 // reads records out of them (the costly part: prefixes, expressions, connections), and the
 // parse applies the records in the log's order. A fixed number of batches circulate, reused
-// once applied: memory stays flat in the log's size, and the garbage collector sees little
-// more than one string per block.
+// once applied, each with its buffer: memory stays flat in the log's size, and the garbage
+// collector sees little more than the lines read from copies of their own.
 const maxPlaced = 64 // bounds a batch's cache of transports (a log names a handful)
 
 // batchBytes is the size of the block a batch reads (a variable: tests move the boundaries).
@@ -27,7 +27,7 @@ type batch struct {
 
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
 func newBatch() *batch {
-	return &batch{rd: reading{placed: map[string][2]string{}, said: map[string][]hit{}, classed: map[string]string{}}}
+	return &batch{rd: reading{placed: map[string]placed{}, said: map[string][]hit{}, classed: map[string]string{}}}
 }
 
 // reset readies an applied batch for the next lines.
@@ -103,7 +103,8 @@ func (b *batch) read() {
 	defer close(b.done)
 	// The block is one string. A plain connection line (nine lines in ten of a job's log) is
 	// read from it: of its record the parse keeps only what it clones (a rank's host in
-	// Comm.edge, a pending thread, the transport in reading.connection). Every other line, a
+	// Comm.edge, a thread in currentComms or pending, the transport in reading.connection, the
+	// line after "Last error:"), as the buffer is read into again. Every other line, a
 	// connection in any other form among them, is read from its own copy, so that what the
 	// parse keeps of it (a host, a warning, a communicator's id) holds that line alone, and no
 	// cache of the batch (reading.said) holds a view.

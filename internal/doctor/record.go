@@ -119,16 +119,20 @@ func indexLiterals(groups []gateGroup) *literalSet {
 // the transports already placed (a log names a handful; normalising one allocates).
 type reading struct {
 	hits   []hit
-	placed map[string][2]string
+	placed map[string]placed
 	// lastVia is the transport placed last, as placed said.
 	lastVia    string
-	lastPlaced [2]string
+	lastPlaced placed
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string][]hit
 	// classed is the failure class of each WARN message of the batch (every rank prints the same).
 	classed map[string]string
 }
+
+// placed is a transport as a connection logged it (its key in reading.placed, a copy of its
+// own), its row (placeTransport) and where NCCL put its peer.
+type placed struct{ via, name, where string }
 
 // classOf is classifyFailure of a WARN's message, once per batch.
 func (rd *reading) classOf(msg string) string {
@@ -294,14 +298,15 @@ func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
 	if via != rd.lastVia { // a run of connections mostly shares its transport
 		p, ok := rd.placed[via]
 		if !ok {
-			// Cloned: via may point into a batch's string, and the transport is kept.
-			via = strings.Clone(via)
-			p[0], p[1] = placeTransport(transportName(via))
-			rd.placed[via] = p
+			// Cloned: via may point into a batch's buffer, which is read again, and the
+			// transport is kept.
+			p.via = strings.Clone(via)
+			p.name, p.where = placeTransport(transportName(p.via))
+			rd.placed[p.via] = p
 		}
-		rd.lastVia, rd.lastPlaced = via, p
+		rd.lastVia, rd.lastPlaced = p.via, p // the clone: the buffer's text changes
 	}
-	r.via, r.where = rd.lastPlaced[0], rd.lastPlaced[1]
+	r.via, r.where = rd.lastPlaced.name, rd.lastPlaced.where
 }
 
 // readMessage is what an NCCL message matches of the expressions that read messages.

@@ -86,20 +86,23 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 		if !strings.Contains(line, connectionMarker) || strings.IndexByte(line, '\n') >= 0 {
 			return
 		}
-		var fast, general reading
-		for _, rd := range []*reading{&fast, &general} {
-			rd.placed, rd.said, rd.classed = map[string]placed{}, map[string][]hit{}, map[string]string{}
-		}
-		got, ok := fast.readConnectionLine(line, 7, nil)
-		if !ok {
-			if len(got) != 0 {
-				t.Fatalf("%q: refused, yet appended %d records", line, len(got))
+		// Each reads the line as its own scan says, and as a plain block's line if it is one.
+		for _, plain := range []bool{false, plainText(line)} {
+			var fast, general reading
+			for _, rd := range []*reading{&fast, &general} {
+				rd.placed, rd.said, rd.classed = map[string]placed{}, map[string][]hit{}, map[string]string{}
 			}
-			return
-		}
-		want := general.readLine(line, 7, nil)
-		if len(want) != 1 || !reflect.DeepEqual(got[0], want[0]) {
-			t.Fatalf("%q:\nreadConnectionLine %+v\nreadLine           %+v", line, got, want)
+			got, ok := fast.readConnectionLine(line, 7, plain, nil)
+			if !ok {
+				if len(got) != 0 {
+					t.Fatalf("%q: refused, yet appended %d records", line, len(got))
+				}
+				return
+			}
+			want := general.readLine(line, 7, plain, nil)
+			if len(want) != 1 || !reflect.DeepEqual(got[0], want[0]) {
+				t.Fatalf("%q (plain %v):\nreadConnectionLine %+v\nreadLine           %+v", line, plain, got, want)
+			}
 		}
 	})
 }

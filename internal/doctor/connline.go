@@ -10,8 +10,8 @@ const connectionMarker = " NCCL INFO Channel "
 // without colour, one NCCL record with its whole process prefix before connectionMarker, a
 // connection after it, and no other "NCCL " anywhere (no second record, no version). It
 // appends the record and returns true; false, appending nothing, for any other line, which
-// readLine reads. FuzzConnectionLineIsReadLine holds the two equal.
-func (rd *reading) readConnectionLine(line string, cut int64, out []record) ([]record, bool) {
+// readLine reads. plain says the line is known to be plain text (plainText of its block). FuzzConnectionLineIsReadLine holds the two equal.
+func (rd *reading) readConnectionLine(line string, cut int64, plain bool, out []record) ([]record, bool) {
 	// The marker is found from its "NCCL ", the line's first: a line's many spaces made a
 	// search for the marker's leading one the costliest step. An earlier "NCCL " is another
 	// record, which readLine reads.
@@ -24,8 +24,10 @@ func (rd *reading) readConnectionLine(line string, cut int64, out []record) ([]r
 	if strings.Contains(rest, "NCCL ") {
 		return out, false
 	}
-	if ascii, nul, esc, em := scanBytes(line); !ascii || nul || esc || em && resetCode(line) {
-		return out, false
+	if !plain {
+		if ascii, nul, esc, em := scanBytes(line); !ascii || nul || esc || em && resetCode(line) {
+			return out, false
+		}
 	}
 	_, host, pid, tid, ok := processPrefix(line[:k])
 	if !ok {

@@ -111,13 +111,14 @@ func (b *batch) read() {
 	if batchText != nil {
 		batchText(b.text)
 	}
+	plain := plainText(b.text) // a line of a plain block needs no scan of its own
 	for i, start := range b.starts {
 		line := b.text[start:b.ends[i]]
 		var ok bool
-		if b.recs, ok = b.rd.readConnectionLine(line, b.cuts[i], b.recs); ok {
+		if b.recs, ok = b.rd.readConnectionLine(line, b.cuts[i], plain, b.recs); ok {
 			continue
 		}
-		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], b.recs)
+		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], plain, b.recs)
 	}
 }
 

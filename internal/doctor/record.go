@@ -1,10 +1,12 @@
 package doctor
 
 import (
+	"encoding/binary"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gpucluster/gpucluster/components/topology"
 )
@@ -144,12 +146,18 @@ func (rd *reading) classOf(msg string) string {
 	return c
 }
 
-// readLine turns one physical line into its records, appending them to out.
-func (rd *reading) readLine(raw string, cut int64, out []record) []record {
+// readLine turns one physical line into its records, appending them to out. plain says the
+// line is known to be plain text (plainText of its block).
+func (rd *reading) readLine(raw string, cut int64, plain bool, out []record) []record {
 	// Records are filled where they stay: a record is too large to copy twice per line.
 	out = append(out, record{newLine: true, cut: cut})
 	first := &out[len(out)-1]
-	ascii, nul, esc, em := scanBytes(raw)
+	var ascii, nul, esc, em bool
+	if plain {
+		ascii = true
+	} else {
+		ascii, nul, esc, em = scanBytes(raw)
+	}
 	if !ascii && !utf8.ValidString(raw) || nul {
 		first.binary = true
 		return out
@@ -227,6 +235,23 @@ func scanBytes(s string) (ascii, nul, esc, em bool) {
 		}
 	}
 	return high == 0, zero != 0, escape != 0, emm != 0
+}
+
+// plainText says whether s is ASCII without NUL, ESC or a colour reset ("[0m"), so that no
+// line in it needs scanBytes: a block at a time, as nearly every block of a log is. The ASCII
+// test reads 32 bytes a step; NUL and ESC are found by the runtime's vector search.
+func plainText(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	var high uint64
+	for len(b) >= 32 {
+		high |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
+			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
+		b = b[32:]
+	}
+	for _, c := range b {
+		high |= uint64(c)
+	}
+	return high&0x8080808080808080 == 0 && strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, 0x1b) < 0 && !resetCode(s)
 }
 
 // read works out what the record says by itself.

@@ -67,7 +67,7 @@ func FuzzConnectionFastPath(f *testing.F) {
 }
 
 // FuzzConnectionLineIsReadLine holds readConnectionLine, where it reads a line, to readLine:
-// the same record, field by field.
+// the same record, field by field; and the small record a batch keeps of it (connRec).
 func FuzzConnectionLineIsReadLine(f *testing.F) {
 	for _, s := range []string{
 		"h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
@@ -90,18 +90,26 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 		for _, plain := range []bool{false, plainText(line)} {
 			var fast, general reading
 			for _, rd := range []*reading{&fast, &general} {
-				rd.placed, rd.said, rd.classed = map[string]placed{}, map[string][]hit{}, map[string]string{}
+				rd.placed, rd.said, rd.classed = map[string]*placed{}, map[string][]hit{}, map[string]string{}
 			}
-			got, ok := fast.readConnectionLine(line, 7, plain, nil)
+			got, ok := fast.readConnectionLine(line, 7, plain)
 			if !ok {
-				if len(got) != 0 {
-					t.Fatalf("%q: refused, yet appended %d records", line, len(got))
-				}
 				return
 			}
 			want := general.readLine(line, 7, plain, nil)
-			if len(want) != 1 || !reflect.DeepEqual(got[0], want[0]) {
+			if len(want) != 1 || !reflect.DeepEqual(got, want[0]) {
 				t.Fatalf("%q (plain %v):\nreadConnectionLine %+v\nreadLine           %+v", line, plain, got, want)
+			}
+			// Its small record (a line not cut), in a batch's text after other lines.
+			c, _ := fast.plainConnectionOf(line, plain)
+			const before = "other lines\n"
+			small, ok := c.compact(len(before), len(line), 3)
+			if !ok {
+				t.Fatalf("%q: no small record", line)
+			}
+			whole := general.readLine(line, 0, plain, nil)
+			if got := small.record(before + line); !reflect.DeepEqual(got, whole[0]) || small.before != 3 {
+				t.Fatalf("%q (plain %v):\nits small record %+v (after %d)\nreadLine         %+v", line, plain, got, small.before, whole)
 			}
 		}
 	})

@@ -1,46 +1,126 @@
 package doctor
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // connectionMarker stands before every connection NCCL logs at INFO ("host:pid:tid [dev] NCCL
 // INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"): nine lines in ten of a job's log.
 const connectionMarker = " NCCL INFO Channel "
 
-// readConnectionLine reads line as readLine would when it is the plainest connection line: text
-// without colour, one NCCL record with its whole process prefix before connectionMarker, a
-// connection after it, and no other "NCCL " anywhere (no second record, no version). It
-// appends the record and returns true; false, appending nothing, for any other line, which
-// readLine reads. plain says the line is known to be plain text (plainText of its block). FuzzConnectionLineIsReadLine holds the two equal.
-func (rd *reading) readConnectionLine(line string, cut int64, plain bool, out []record) ([]record, bool) {
+// plainConnection is what readConnectionLine reads of a plain connection line: where its host
+// and its message start, its process and its connection.
+type plainConnection struct {
+	host, msg int
+	hostName  string
+	pid, tid  string
+	connectionNumbers
+}
+
+// plainConnectionOf reads line when it is the plainest connection line: text without colour,
+// one NCCL record with its whole process prefix before connectionMarker, a connection after
+// it, and no other "NCCL " anywhere (no second record, no version). It returns false for any
+// other line, which readLine reads. plain says the line is known to be plain text (plainText
+// of its block).
+func (rd *reading) plainConnectionOf(line string, plain bool) (plainConnection, bool) {
 	// The marker is found from its "NCCL ", the line's first: a line's many spaces made a
 	// search for the marker's leading one the costliest step. An earlier "NCCL " is another
 	// record, which readLine reads.
 	j := strings.Index(line, "NCCL ")
 	if j < 1 || line[j-1] != ' ' || !strings.HasPrefix(line[j:], connectionMarker[1:]) {
-		return out, false
+		return plainConnection{}, false
 	}
 	k := j - 1
 	rest := line[k+len(connectionMarker):]
 	if strings.Contains(rest, "NCCL ") {
-		return out, false
+		return plainConnection{}, false
 	}
 	if !plain {
 		if ascii, nul, esc, em := scanBytes(line); !ascii || nul || esc || em && resetCode(line) {
-			return out, false
+			return plainConnection{}, false
 		}
 	}
-	_, host, pid, tid, ok := processPrefix(line[:k])
+	start, host, pid, tid, ok := processPrefix(line[:k])
 	if !ok {
-		return out, false
+		return plainConnection{}, false
 	}
 	ch, from, to, via, recv, ok := channelAfter(rest)
 	if !ok {
-		return out, false
+		return plainConnection{}, false
 	}
-	out = append(out, record{newLine: true, cut: cut, line: line, nccl: true, host: host, pid: pid, tid: tid,
-		slot: threadSlot(pid, tid), level: "INFO", msg: line[k+len(" NCCL INFO "):]})
-	r := &out[len(out)-1]
-	r.hits = rd.hits[len(rd.hits):len(rd.hits):len(rd.hits)]
-	rd.connection(r, recv, ch, from, to, via)
-	return out, true
+	return plainConnection{host: start, msg: k + len(" NCCL INFO "), hostName: host, pid: pid, tid: tid,
+		connectionNumbers: rd.connectionOf(recv, ch, from, to, via)}, true
+}
+
+// readConnectionLine reads line as readLine would when it is the plainest connection line
+// (plainConnectionOf): the record, and false for any other line. FuzzConnectionLineIsReadLine
+// holds the two equal.
+func (rd *reading) readConnectionLine(line string, cut int64, plain bool) (record, bool) {
+	c, ok := rd.plainConnectionOf(line, plain)
+	if !ok {
+		return record{}, false
+	}
+	return c.record(line, cut), true
+}
+
+// record is c's record, of line.
+func (c *plainConnection) record(line string, cut int64) record {
+	return record{newLine: true, cut: cut, line: line, nccl: true, host: c.hostName, pid: c.pid, tid: c.tid,
+		slot: threadSlot(c.pid, c.tid), level: "INFO", msg: line[c.msg:],
+		conn: true, channel: c.channel, from: c.from, to: c.to, printer: c.printer, commRanks: c.commRanks,
+		via: c.via.name, where: c.via.where}
+}
+
+// connRec is a plain connection line's record in a tenth of a record's size: its strings as
+// places in its batch's text, its transport as placed. Nine lines in ten are one, and a record
+// written by one core and read by another cost more in moving it than in reading the line.
+type connRec struct {
+	before            int32  // how many of the batch's records (batch.recs) come before it
+	at, end           uint32 // the line, text[at:end]
+	host, msg         uint16 // where its host and its message start in the line
+	hostLen           uint8  // the host's length; pid and tid follow it, one ':' apart
+	pidLen, tidLen    uint8
+	slot              uint8
+	channel, from, to int32
+	printer           int32
+	commRanks         int32
+	via               *placed
+}
+
+// compact is c, of the line text[at:at+n] and after before records of its batch, as a
+// connRec; false when a field is too large for one (a prefix longer than any log's, ranks past
+// 2^31), and the record is kept whole.
+func (c *plainConnection) compact(at, n, before int) (connRec, bool) {
+	small := func(v, max int) bool { return v >= 0 && v <= max }
+	if !small(c.host, math.MaxUint16) || !small(c.msg, math.MaxUint16) || !small(at+n, math.MaxUint32) || !small(before, math.MaxInt32) ||
+		!small(len(c.hostName), math.MaxUint8) || !small(len(c.pid), math.MaxUint8) || !small(len(c.tid), math.MaxUint8) ||
+		!small(c.channel, math.MaxInt32) || !small(c.from, math.MaxInt32) || !small(c.to, math.MaxInt32) || !small(c.commRanks, math.MaxInt32) {
+		return connRec{}, false
+	}
+	return connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),
+		hostLen: uint8(len(c.hostName)), pidLen: uint8(len(c.pid)), tidLen: uint8(len(c.tid)), slot: uint8(threadSlot(c.pid, c.tid)),
+		channel: int32(c.channel), from: int32(c.from), to: int32(c.to), printer: int32(c.printer), commRanks: int32(c.commRanks),
+		via: c.via}, true
+}
+
+// line is c's line in its batch's text.
+func (c *connRec) line(text string) string { return text[c.at:c.end] }
+
+// process is c's host, pid and tid in its batch's text.
+func (c *connRec) process(text string) (host, pid, tid string) {
+	h := int(c.at) + int(c.host)
+	p := h + int(c.hostLen) + 1
+	t := p + int(c.pidLen) + 1
+	return text[h : p-1], text[p : t-1], text[t : t+int(c.tidLen)]
+}
+
+// record is c's whole record (what readConnectionLine reads), of its batch's text.
+func (c *connRec) record(text string) record {
+	line := c.line(text)
+	host, pid, tid := c.process(text)
+	return record{newLine: true, line: line, nccl: true, host: host, pid: pid, tid: tid,
+		slot: int(c.slot), level: "INFO", msg: line[c.msg:],
+		conn: true, channel: int(c.channel), from: int(c.from), to: int(c.to), printer: int(c.printer), commRanks: int(c.commRanks),
+		via: c.via.name, where: c.via.where}
 }

@@ -184,14 +184,23 @@ func (f *failureLog) record(code, evidence string) {
 	f.order = append(f.order, x)
 }
 
+// endChain ends the thread's chain, if it writes one: a record that neither continues nor
+// starts one (the hot path: most of a log, while no chain is being written).
+func (f *failureLog) endChain(thread procKey) {
+	if len(f.chains) != 0 {
+		delete(f.chains, thread)
+	}
+}
+
 // readNCCL follows one NCCL record of a thread: a WARN starts or continues its chain (and fails
 // by itself when its words name a class), a return-code line continues it and fails the job,
 // anything else ends it.
 func (f *failureLog) readNCCL(rec *record) {
 	m := rec.find(chainRe)
 	pluginFailed := rec.level != "WARN" && m == nil && rec.find(pluginFailRe) != nil
-	if rec.level != "WARN" && m == nil && !pluginFailed && len(f.chains) == 0 {
-		return // the hot path: no chain is being written
+	if rec.level != "WARN" && m == nil && !pluginFailed {
+		f.endChain(procKey{rec.host, rec.pid, rec.tid})
+		return
 	}
 	if f.chains == nil {
 		f.chains, f.named, f.said = map[procKey]*chain{}, map[procKey]bool{}, map[procKey]bool{}
@@ -226,14 +235,10 @@ func (f *failureLog) readNCCL(rec *record) {
 		}
 		return
 	}
-	if m == nil {
-		if pluginFailed {
-			// The plugin's failure at INFO ("NET/OFI Invalid type of PCI bus returned 0"):
-			// the chain after it is NCCL moving on to its next plugin.
-			f.chains[thread] = &chain{classified: true}
-			return
-		}
-		delete(f.chains, thread)
+	if pluginFailed {
+		// The plugin's failure at INFO ("NET/OFI Invalid type of PCI bus returned 0"): the
+		// chain after it is NCCL moving on to its next plugin.
+		f.chains[thread] = &chain{classified: true}
 		return
 	}
 	code := atoi(m[3])

@@ -285,7 +285,8 @@ func Parse(r io.Reader) (*Log, error) {
 	inits := map[initKey]int{}     // communicators without commId seen per thread and size
 	startSeen := map[procKey]bool{}
 	binary := 0
-	err := eachRecord(r, func(rec *record) {
+	var apply func(rec *record)
+	apply = func(rec *record) {
 		if rec.newLine {
 			l.Lines++
 			if rec.cut > 0 {
@@ -323,7 +324,7 @@ func Parse(r io.Reader) (*Log, error) {
 				c := l.comm(ExcerptComm)
 				c.Excerpt = true
 				c.Channels = max(c.Channels, rec.channel+1)
-				c.edge(rec)
+				c.edge(rec.host, rec.printer, rec.channel, rec.from, rec.to, rec.where, rec.via)
 			}
 			return
 		}
@@ -413,12 +414,37 @@ func Parse(r io.Reader) (*Log, error) {
 		if rec.conn {
 			comm.Channels = max(comm.Channels, rec.channel+1)
 			comm.Ranks = max(comm.Ranks, rec.commRanks)
-			comm.edge(rec)
+			comm.edge(rec.host, rec.printer, rec.channel, rec.from, rec.to, rec.where, rec.via)
 		}
 		if rec.ring {
 			comm.Channels = max(comm.Channels, rec.rings, rec.ringChannel+1)
 		}
-	})
+	}
+	// A plain connection line of a thread whose communicator is known is apply's hot path, read
+	// from its small record: it counts, ends its thread's error chain, and is an edge of that
+	// communicator; nothing else in apply reads such a line. Any other (no communicator yet,
+	// the line after "Last error:") is applied whole. TestCompactConnectionsChangeNothing
+	// holds the two equal.
+	applyConn := func(c *connRec, text string) {
+		host, pid, tid := c.process(text)
+		thread, proc := procKey{host, pid, tid}, procKey{host, pid, ""}
+		var comm *Comm
+		if !l.Failures.lastErrorNext {
+			comm = current.of(thread, proc, int(c.slot))
+		}
+		if comm == nil {
+			rec := c.record(text)
+			apply(&rec)
+			return
+		}
+		l.Lines++
+		l.NCCLLines++
+		l.Failures.records.endChain(thread)
+		comm.Channels = max(comm.Channels, int(c.channel)+1)
+		comm.Ranks = max(comm.Ranks, int(c.commRanks))
+		comm.edge(host, int(c.printer), int(c.channel), int(c.from), int(c.to), c.via.where, c.via.name)
+	}
+	err := eachRecord(r, apply, applyConn)
 	if err != nil {
 		return nil, err
 	}
@@ -892,17 +918,18 @@ func (l *Log) parsePlugin(rec *record) {
 // edge records one channel connection where NCCL placed it (placeTransport). The transport
 // says where the peer is, even when the peer's own lines are not in the log (one pod's log):
 // locality is never guessed from the hosts seen.
-func (c *Comm) edge(rec *record) {
-	if _, known := c.rankHost[rec.printer]; !known && rec.host != "" {
+// The connection is channel's from → to, logged by printer's process on host.
+func (c *Comm) edge(host string, printer, channel, from, to int, where, via string) {
+	if _, known := c.rankHost[printer]; !known && host != "" {
 		// The process that logged the connection is the printing rank's: its host is that
 		// rank's, the evidence relocate needs where no Init line names it. Cloned: a
 		// connection's record points into its batch (batch.read).
-		c.rankHost[rec.printer] = strings.Clone(rec.host)
+		c.rankHost[printer] = strings.Clone(host)
 	}
-	if !c.firstSeen(rec.channel, rec.from, rec.to) {
+	if !c.firstSeen(channel, from, to) {
 		return
 	}
-	c.Peers[peerKey{rec.from, rec.to, rec.where, rec.via}]++
+	c.Peers[peerKey{from, to, where, via}]++
 }
 
 // firstSeen records a connection's channel and ranks, and says whether they are new. They are

@@ -19,20 +19,21 @@ var batchBytes = 128 << 10
 // batch is a block's lines and, once done is closed, their records.
 type batch struct {
 	blockLines
-	err  error // the read error that ended the log (io.EOF is not one)
-	recs []record
-	rd   reading
-	done chan struct{}
+	err   error // the read error that ended the log (io.EOF is not one)
+	recs  []record
+	conns []connRec // the plain connection lines' records, in the log's order among recs
+	rd    reading
+	done  chan struct{}
 }
 
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
 func newBatch() *batch {
-	return &batch{rd: reading{placed: map[string]placed{}, said: map[string][]hit{}, classed: map[string]string{}}}
+	return &batch{rd: reading{placed: map[string]*placed{}, said: map[string][]hit{}, classed: map[string]string{}}}
 }
 
 // reset readies an applied batch for the next lines.
 func (b *batch) reset() {
-	b.text, b.recs, b.err = "", b.recs[:0], nil
+	b.text, b.recs, b.conns, b.err = "", b.recs[:0], b.conns[:0], nil
 	b.rd.hits = b.rd.hits[:0]
 	clear(b.rd.said)
 	clear(b.rd.classed)
@@ -41,9 +42,10 @@ func (b *batch) reset() {
 	}
 }
 
-// eachRecord reads r and calls apply with every record, in order. It returns the read error
-// that stopped it, nil at the end of the log.
-func eachRecord(r io.Reader, apply func(*record)) error {
+// eachRecord reads r and calls apply with every record, in order, or applyConn with a plain
+// connection line's (of its batch's text). It returns the read error that stopped it, nil at
+// the end of the log.
+func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string)) error {
 	workers := runtime.GOMAXPROCS(0)
 	inFlight := 3*workers + 1 // being read, waiting for a worker, read and waiting to be applied
 	free := make(chan *batch, inFlight)
@@ -86,8 +88,16 @@ func eachRecord(r io.Reader, apply func(*record)) error {
 	var err error
 	for b := range inOrder {
 		<-b.done
-		for i := range b.recs {
-			apply(&b.recs[i])
+		next := 0 // of b.recs
+		for i := range b.conns {
+			c := &b.conns[i]
+			for ; next < int(c.before); next++ {
+				apply(&b.recs[next])
+			}
+			applyConn(c, b.text)
+		}
+		for ; next < len(b.recs); next++ {
+			apply(&b.recs[next])
 		}
 		if b.err != nil {
 			err = b.err
@@ -114,13 +124,23 @@ func (b *batch) read() {
 	plain := plainText(b.text) // a line of a plain block needs no scan of its own
 	for i, start := range b.starts {
 		line := b.text[start:b.ends[i]]
-		var ok bool
-		if b.recs, ok = b.rd.readConnectionLine(line, b.cuts[i], plain, b.recs); ok {
+		if c, ok := b.rd.plainConnectionOf(line, plain); ok {
+			if b.cuts[i] == 0 && compactConnections {
+				if small, ok := c.compact(start, len(line), len(b.recs)); ok {
+					b.conns = append(b.conns, small)
+					continue
+				}
+			}
+			b.recs = append(b.recs, c.record(line, b.cuts[i]))
 			continue
 		}
 		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], plain, b.recs)
 	}
 }
+
+// compactConnections says whether plain connection lines are read into connRecs (a test
+// turns it off to hold them to whole records).
+var compactConnections = true
 
 // batchText, when set (by a test), is told each batch's string.
 var batchText func(string)

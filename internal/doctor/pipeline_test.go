@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -98,5 +99,50 @@ func TestReusedBatchForgetsWhatItsMessagesSaid(t *testing.T) {
 	}
 	if got := l.Env["NCCL_PROTO"]; got != "LL" {
 		t.Fatalf("NCCL_PROTO = %q after a log whose every batch ends it with LL; a reused batch answered from a stale cache", got)
+	}
+}
+
+// TestCompactConnectionsChangeNothing: a plain connection line is kept as a small record and
+// applied by its own path (applyConn). Every fixture alone, and all of them in one log, read
+// so gives the same log, field by field, as read into whole records. (That every plain
+// connection line has its small record, FuzzConnectionLineIsReadLine holds.)
+func TestCompactConnectionsChangeNothing(t *testing.T) {
+	files, _ := filepath.Glob("testdata/corpus/*.log")
+	more, _ := filepath.Glob("testdata/*.log")
+	// And a log of our own for what the fixtures do not show: a connection line inside an
+	// error chain of its thread (it ends the chain: the return code after it is reported
+	// alone), and RCCL's communicator size after a transport larger than its Init line's.
+	const own = `h1:10:11 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xc1 - Init START
+h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC comm 0xa nRanks 04
+h1:10:11 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h2<51022>
+h1:10:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC
+h1:10:11 [0] NCCL INFO misc/socket.cc:60 -> 6
+`
+	logs := map[string]string{"every fixture": everyFixture(t), "our own": own}
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[filepath.Base(f)] = string(data)
+	}
+	defer func() { compactConnections = true }()
+	parse := func(log string, compact bool) *Log {
+		compactConnections = compact
+		l, err := Parse(strings.NewReader(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	lines := 0
+	for name, log := range logs {
+		if whole, small := parse(log, false), parse(log, true); !reflect.DeepEqual(whole, small) {
+			t.Errorf("%s: read with small records\n%+v\nread whole\n%+v", name, small, whole)
+		}
+		lines += strings.Count(log, connectionMarker)
+	}
+	if lines < 1000 {
+		t.Fatalf("%d connection lines in the fixtures: too few to hold the two paths equal", lines)
 	}
 }

@@ -121,10 +121,9 @@ func indexLiterals(groups []gateGroup) *literalSet {
 // the transports already placed (a log names a handful; normalising one allocates).
 type reading struct {
 	hits   []hit
-	placed map[string]placed
-	// lastVia is the transport placed last, as placed said.
-	lastVia    string
-	lastPlaced placed
+	placed map[string]*placed
+	// lastPlaced is the transport placed last.
+	lastPlaced *placed
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string][]hit
@@ -133,7 +132,8 @@ type reading struct {
 }
 
 // placed is a transport as a connection logged it (its key in reading.placed, a copy of its
-// own), its row (placeTransport) and where NCCL put its peer.
+// own: the buffer it was read from is read into again), its row (placeTransport) and where
+// NCCL put its peer. It is never changed once made.
 type placed struct{ via, name, where string }
 
 // classOf is classifyFailure of a WARN's message, once per batch.
@@ -310,28 +310,45 @@ func (rd *reading) read(r *record, marks marks) {
 
 // connection fills r with the connection channelOf read, logged by its receiver if recv.
 func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
-	r.conn, r.channel, r.from, r.to = true, atoi(ch), atoi(from), atoi(to)
-	r.printer = r.from
+	c := rd.connectionOf(recv, ch, from, to, via)
+	r.conn, r.channel, r.from, r.to, r.printer, r.commRanks = true, c.channel, c.from, c.to, c.printer, c.commRanks
+	r.via, r.where = c.via.name, c.via.where
+}
+
+// connectionNumbers is a connection as the parse counts it: its numbers, and its transport
+// as placed.
+type connectionNumbers struct {
+	channel, from, to int
+	printer           int // the rank whose process logs the connection: the receiver of a "[receive]" line, else the sender
+	commRanks         int // the communicator's size RCCL appends to the line (0: none)
+	via               *placed
+}
+
+// connectionOf is the connection channelOf read, logged by its receiver if recv.
+func (rd *reading) connectionOf(recv bool, ch, from, to, via string) connectionNumbers {
+	c := connectionNumbers{channel: atoi(ch), from: atoi(from), to: atoi(to)}
+	c.printer = c.from
 	if recv {
-		r.printer = r.to
+		c.printer = c.to
 	}
 	if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
 		if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
-			r.commRanks = atoi(m[1])
+			c.commRanks = atoi(m[1])
 		}
 	}
-	if via != rd.lastVia { // a run of connections mostly shares its transport
-		p, ok := rd.placed[via]
-		if !ok {
+	if rd.lastPlaced == nil || via != rd.lastPlaced.via { // a run of connections mostly shares its transport
+		p := rd.placed[via]
+		if p == nil {
 			// Cloned: via may point into a batch's buffer, which is read again, and the
 			// transport is kept.
-			p.via = strings.Clone(via)
+			p = &placed{via: strings.Clone(via)}
 			p.name, p.where = placeTransport(transportName(p.via))
 			rd.placed[p.via] = p
 		}
-		rd.lastVia, rd.lastPlaced = p.via, p // the clone: the buffer's text changes
+		rd.lastPlaced = p
 	}
-	r.via, r.where = rd.lastPlaced.name, rd.lastPlaced.where
+	c.via = rd.lastPlaced
+	return c
 }
 
 // readMessage is what an NCCL message matches of the expressions that read messages.

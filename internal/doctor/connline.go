@@ -92,10 +92,9 @@ type connRec struct {
 // connRec; false when a field is too large for one (a prefix longer than any log's, ranks past
 // 2^31), and the record is kept whole.
 func (c *plainConnection) compact(at, n, before int) (connRec, bool) {
-	small := func(v, max int) bool { return v >= 0 && v <= max }
-	if !small(c.host, math.MaxUint16) || !small(c.msg, math.MaxUint16) || !small(at+n, math.MaxUint32) || !small(before, math.MaxInt32) ||
-		!small(len(c.hostName), math.MaxUint8) || !small(len(c.pid), math.MaxUint8) || !small(len(c.tid), math.MaxUint8) ||
-		!small(c.channel, math.MaxInt32) || !small(c.from, math.MaxInt32) || !small(c.to, math.MaxInt32) || !small(c.commRanks, math.MaxInt32) {
+	// One test per width: an OR of non-negative numbers passes 2^k-1 exactly when one of them does.
+	if c.host|c.msg > math.MaxUint16 || len(c.hostName)|len(c.pid)|len(c.tid) > math.MaxUint8 ||
+		c.channel|c.from|c.to|c.printer|c.commRanks|before > math.MaxInt32 || uint64(at+n) > math.MaxUint32 {
 		return connRec{}, false
 	}
 	return connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),

@@ -100,10 +100,27 @@ func skipBusID(s string) string {
 
 // channelOf is a connection line's fields, behind the substring every one holds.
 func channelOf(s string) (channel, from, to, via string, ok bool) {
-	if !strings.Contains(s, " via ") {
+	if !holdsSpaced(s, "via ") {
 		return "", "", "", "", false
 	}
 	return parseChannel(s)
+}
+
+// holdsSpaced is strings.Contains(s, " "+word), found from word's first byte: a search from
+// the leading space stopped at each of a line's many spaces.
+func holdsSpaced(s, word string) bool {
+	for i := 1; i < len(s); {
+		j := strings.Index(s[i:], word)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if s[i-1] == ' ' {
+			return true
+		}
+		i++
+	}
+	return false
 }
 
 // deviceNumbers replaces every "/<digits>" that ends a word with "/<n>" (what netDevice's

@@ -29,7 +29,8 @@ func parseChannel(s string) (channel, from, to string, via string, ok bool) {
 
 // channelAfter parses `N[/M] : A[[hex]] -> B[[hex]][ [send|receive]] via T` at the start of s,
 // and says whether s holds " [receive] via " (the receiver logged it): in its tag, or in the
-// transport, as what comes before the transport holds no other "via".
+// transport, as what comes before the transport holds no other "via". s is (part of) one line:
+// it holds no newline, which channelRe's "." would not cross.
 func channelAfter(s string) (channel, from, to, via string, recv, ok bool) {
 	channel, s = leadDigits(s)
 	if channel == "" {
@@ -67,9 +68,6 @@ func channelAfter(s string) (channel, from, to, via string, recv, ok bool) {
 	via = trimSpaceRight(s)
 	if via == "" {
 		via = s[:1] // ".+?" takes one character at least
-	}
-	if strings.IndexByte(via, '\n') >= 0 { // "." matches no newline (a line never holds one)
-		return "", "", "", "", false, false
 	}
 	recv = recv || strings.Contains(s, " [receive] via ") || strings.HasPrefix(s, "[receive] via ")
 	return channel, from, to, via, recv, true

@@ -128,13 +128,16 @@ func looseProcess(s string) (host string, ok bool) {
 }
 
 // hostStop: the characters a host name cannot hold ([^\s:\]>|)(] in ncclPrefix; RE2's \s is [\t\n\f\r ], without \v).
-func hostStop(b byte) bool {
-	switch b {
-	case ' ', '\t', '\n', '\r', '\f', ':', ']', '>', '|', ')', '(':
-		return true
+func hostStop(b byte) bool { return hostStops[b] }
+
+// hostStops is hostStop as a table: one load per byte of every line's host, where a switch
+// over the eleven cost a tenth of the parse.
+var hostStops = func() (t [256]bool) {
+	for _, c := range " \t\n\r\f:]>|)(" {
+		t[c] = true
 	}
-	return false
-}
+	return t
+}()
 
 func digits(s string) bool {
 	if s == "" {

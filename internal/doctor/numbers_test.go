@@ -63,3 +63,19 @@ func TestCurrentCommsAnswersAfterEverySet(t *testing.T) {
 		t.Fatalf("after set(t1, x): t1 %v t2 %v t3 %v o1 %v", of(t1).ID, of(t2).ID, of(t3).ID, of(o1).ID)
 	}
 }
+
+// TestHostKnownIsTheMap: a communicator answers whether it knows a rank's host from a bit per
+// rank, below hostBitRanks, and from its map above; both answer as the map does, at every
+// boundary of the bits.
+func TestHostKnownIsTheMap(t *testing.T) {
+	c := newComm("c")
+	ranks := []int{-1, 0, 1, 63, 64, 65, 127, 4095, hostBitRanks - 1, hostBitRanks, hostBitRanks + 1, 1 << 40}
+	for i, set := range ranks {
+		c.setHost(set, "h")
+		for _, r := range append(ranks, 2, 62, 66, 4094, 4096) {
+			if _, want := c.rankHost[r]; c.hostKnown(r) != want {
+				t.Fatalf("after setting %v: hostKnown(%d) = %v, the map says %v", ranks[:i+1], r, !want, want)
+			}
+		}
+	}
+}

@@ -242,7 +242,8 @@ type Comm struct {
 	NVLSInUse  bool
 	CollNet    int
 	CollNetVia string
-	rankHost   map[int]string
+	rankHost   map[int]string  // written by setHost only
+	hostBits   []uint64        // the ranks below hostBitRanks rankHost holds, one bit each (hostKnown)
 	rankProc   map[int]procKey // the process that logged each rank's Init or shape line
 	rankDev    map[int]int
 	Edges      map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
@@ -353,7 +354,8 @@ func Parse(r io.Reader) (*Log, error) {
 			rank := atoi(c[2])
 			comm := l.commOfRank(id, rank, proc)
 			comm.Parent = c[6]
-			comm.Ranks, comm.rankHost[rank] = atoi(c[3]), rec.host
+			comm.Ranks = atoi(c[3])
+			comm.setHost(rank, rec.host)
 			if c[4] != "" {
 				comm.rankDev[rank] = atoi(c[4])
 			}
@@ -377,7 +379,8 @@ func Parse(r io.Reader) (*Log, error) {
 				// Its shape without its Init lines (an excerpt): one communicator per shape and
 				// run, the pointer differing in every process.
 				comm = l.commOfRank(fmt.Sprintf("(no Init line: %s ranks on %s nodes)", n[3], n[4]), atoi(n[2]), proc)
-				comm.Ranks, comm.rankHost[atoi(n[2])] = atoi(n[3]), rec.host
+				comm.Ranks = atoi(n[3])
+				comm.setHost(atoi(n[2]), rec.host)
 				current.set(thread, proc, comm)
 			} else if !strings.Contains(rec.msg, " via ") && !rec.ring && rec.find(nvlsHeadsRe) == nil && rec.find(nvls217Re) == nil && rec.find(collChanRe) == nil {
 				return
@@ -646,8 +649,8 @@ func (c *Comm) absorb(o *Comm) {
 		c.seenWide[k] = true
 	}
 	for rank, host := range o.rankHost {
-		if _, known := c.rankHost[rank]; !known {
-			c.rankHost[rank] = host
+		if !c.hostKnown(rank) {
+			c.setHost(rank, host)
 		}
 	}
 }
@@ -920,16 +923,40 @@ func (l *Log) parsePlugin(rec *record) {
 // locality is never guessed from the hosts seen.
 // The connection is channel's from → to, logged by printer's process on host.
 func (c *Comm) edge(host string, printer, channel, from, to int, where, via string) {
-	if _, known := c.rankHost[printer]; !known && host != "" {
+	if host != "" && !c.hostKnown(printer) {
 		// The process that logged the connection is the printing rank's: its host is that
 		// rank's, the evidence relocate needs where no Init line names it. Cloned: a
 		// connection's record points into its batch (batch.read).
-		c.rankHost[printer] = strings.Clone(host)
+		c.setHost(printer, strings.Clone(host))
 	}
 	if !c.firstSeen(channel, from, to) {
 		return
 	}
 	c.Peers[peerKey{from, to, where, via}]++
+}
+
+// hostBitRanks bounds the ranks Comm.hostBits holds (every job's: 2^16 GPUs); others are looked up.
+const hostBitRanks = 1 << 16
+
+// setHost records host as rank's.
+func (c *Comm) setHost(rank int, host string) {
+	c.rankHost[rank] = host
+	if uint(rank) < hostBitRanks {
+		for len(c.hostBits) <= rank/64 {
+			c.hostBits = append(c.hostBits, 0)
+		}
+		c.hostBits[rank/64] |= 1 << (rank % 64)
+	}
+}
+
+// hostKnown says whether rankHost holds rank: every connection line asks, and a bit is read
+// faster than a map.
+func (c *Comm) hostKnown(rank int) bool {
+	if uint(rank) >= hostBitRanks {
+		_, known := c.rankHost[rank]
+		return known
+	}
+	return rank/64 < len(c.hostBits) && c.hostBits[rank/64]&(1<<(rank%64)) != 0
 }
 
 // firstSeen records a connection's channel and ranks, and says whether they are new. They are

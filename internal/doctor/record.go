@@ -122,8 +122,8 @@ func indexLiterals(groups []gateGroup) *literalSet {
 type reading struct {
 	hits   []hit
 	placed map[string]*placed
-	// lastPlaced is the transport placed last.
-	lastPlaced *placed
+	// lastPlaced is the transport placed last, prevPlaced the one before it.
+	lastPlaced, prevPlaced *placed
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string][]hit
@@ -132,9 +132,13 @@ type reading struct {
 }
 
 // placed is a transport as a connection logged it (its key in reading.placed, a copy of its
-// own: the buffer it was read from is read into again), its row (placeTransport) and where
-// NCCL put its peer. It is never changed once made.
-type placed struct{ via, name, where string }
+// own: the buffer it was read from is read into again), its row (placeTransport), where NCCL
+// put its peer, and the communicator's size RCCL appends to it (0: none). It is never changed
+// once made.
+type placed struct {
+	via, name, where string
+	commRanks        int
+}
 
 // classOf is classifyFailure of a WARN's message, once per batch.
 func (rd *reading) classOf(msg string) string {
@@ -326,29 +330,39 @@ type connectionNumbers struct {
 
 // connectionOf is the connection channelOf read, logged by its receiver if recv.
 func (rd *reading) connectionOf(recv bool, ch, from, to, via string) connectionNumbers {
-	c := connectionNumbers{channel: atoi(ch), from: atoi(from), to: atoi(to)}
+	c := connectionNumbers{channel: atoi(ch), from: atoi(from), to: atoi(to), via: rd.place(via)}
 	c.printer = c.from
 	if recv {
 		c.printer = c.to
 	}
-	if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
-		if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
-			c.commRanks = atoi(m[1])
-		}
-	}
-	if rd.lastPlaced == nil || via != rd.lastPlaced.via { // a run of connections mostly shares its transport
+	c.commRanks = c.via.commRanks
+	return c
+}
+
+// place is the transport a connection logged, placed: the last two a batch placed are looked
+// at before its map (a job's connections alternate between a few), which hashes the text.
+func (rd *reading) place(via string) *placed {
+	switch {
+	case rd.lastPlaced != nil && via == rd.lastPlaced.via:
+	case rd.prevPlaced != nil && via == rd.prevPlaced.via:
+		rd.lastPlaced, rd.prevPlaced = rd.prevPlaced, rd.lastPlaced
+	default:
 		p := rd.placed[via]
 		if p == nil {
 			// Cloned: via may point into a batch's buffer, which is read again, and the
 			// transport is kept.
 			p = &placed{via: strings.Clone(via)}
 			p.name, p.where = placeTransport(transportName(p.via))
+			if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
+				if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
+					p.commRanks = atoi(m[1])
+				}
+			}
 			rd.placed[p.via] = p
 		}
-		rd.lastPlaced = p
+		rd.lastPlaced, rd.prevPlaced = p, rd.lastPlaced
 	}
-	c.via = rd.lastPlaced
-	return c
+	return rd.lastPlaced
 }
 
 // readMessage is what an NCCL message matches of the expressions that read messages.

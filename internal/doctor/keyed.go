@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"math/bits"
 	"regexp"
 	"strings"
 )
@@ -101,24 +102,71 @@ func (k *keyedRe) submatches(s string) []string {
 	return k.re.FindStringSubmatch(s)
 }
 
-// holdsKey is mayPassKeys of s, given the literals s holds (keyIDs indexes them).
-func (k *keyedRe) holdsKey(holds literalBits, s string) bool {
-	if k.may != nil {
-		return k.may(s)
-	}
-	for _, id := range k.keyIDs {
-		if holds.has(id) {
-			return true
-		}
-	}
-	return false
-}
-
 // gateGroup is expressions behind one gate.
 type gateGroup struct {
 	gate   string
 	gateID int // the gate's index in msgLiterals (-1: none)
 	exprs  []*keyedRe
+}
+
+// exprIndex is the message expressions (onMsg's, in its order) by the literals that gate and
+// key them: which may run on a message follows from the literals it holds, a few, instead of
+// asking each expression in turn (dozens, most behind no gate).
+type exprIndex struct {
+	exprs   []*keyedRe
+	keyedBy [maxLiterals]uint64 // per literal, the expressions it is a key of
+	gatedBy [maxLiterals]uint64 // per literal, the expressions it gates
+	ungated uint64              // the expressions behind no gate
+	tested  uint64              // those that pass a test (may) instead of keys
+}
+
+// indexExprs indexes groups, whose gates and keys indexLiterals numbered.
+func indexExprs(groups []gateGroup) *exprIndex {
+	x := &exprIndex{}
+	for _, g := range groups {
+		for _, k := range g.exprs {
+			i := len(x.exprs)
+			if i == 64 {
+				panic("indexExprs: more than 64 message expressions; widen exprIndex's sets")
+			}
+			x.exprs = append(x.exprs, k)
+			bit := uint64(1) << i
+			if g.gateID < 0 {
+				x.ungated |= bit
+			} else {
+				x.gatedBy[g.gateID] |= bit
+			}
+			if k.may != nil {
+				x.tested |= bit
+				continue
+			}
+			for _, id := range k.keyIDs {
+				x.keyedBy[id] |= bit
+			}
+		}
+	}
+	return x
+}
+
+// runs is the set of expressions (bits of exprs) that may match msg, which holds the literals
+// holds: each behind no gate or a gate msg holds, and holding a key of its own or passing its
+// test: mayMatch's answer, from the literals (FuzzExprIndexIsMayMatch).
+func (x *exprIndex) runs(holds literalBits, msg string) uint64 {
+	keyed, open := uint64(0), x.ungated
+	for w, word := range holds {
+		for ; word != 0; word &= word - 1 {
+			j := w*64 + bits.TrailingZeros64(word)
+			keyed |= x.keyedBy[j]
+			open |= x.gatedBy[j]
+		}
+	}
+	run := keyed & open
+	for t := x.tested & open; t != 0; t &= t - 1 {
+		if i := bits.TrailingZeros64(t); x.exprs[i].may(msg) {
+			run |= 1 << i
+		}
+	}
+	return run
 }
 
 // byGate groups expressions by their gate, in their order ("" first: no gate).

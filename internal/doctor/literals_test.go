@@ -26,6 +26,27 @@ func FuzzLiteralSetIsContains(f *testing.F) {
 	})
 }
 
+// FuzzExprIndexIsMayMatch holds the expressions the index lets run on a message to those whose
+// gate and keys (or test) the message passes, each found by strings.Contains.
+func FuzzExprIndexIsMayMatch(f *testing.F) {
+	for _, k := range msgExprs.exprs {
+		for _, key := range k.keys {
+			f.Add(k.gate + " " + key)
+			f.Add(key)
+		}
+	}
+	f.Add("CUDA error 802 'system not yet initialized'")
+	addLogLines(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		run := msgExprs.runs(msgLiterals.in(s), s)
+		for i, k := range msgExprs.exprs {
+			if got, want := run&(1<<i) != 0, k.mayMatch(s); got != want {
+				t.Fatalf("%q: %s runs %v, mayMatch %v", s, k.re, got, want)
+			}
+		}
+	})
+}
+
 // TestLiteralSetOfOneByte covers literals of one byte, which no message expression has today.
 func TestLiteralSetOfOneByte(t *testing.T) {
 	set := newLiteralSet()

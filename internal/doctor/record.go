@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"regexp"
 	"slices"
 	"strings"
@@ -99,6 +100,8 @@ var (
 	}))
 	// msgLiterals are onMsg's gates and keys, looked for in one pass over a message.
 	msgLiterals = indexLiterals(onMsg)
+	// msgExprs finds the expressions a message's literals let run.
+	msgExprs = indexExprs(onMsg)
 )
 
 // indexLiterals gives every gate and key of groups its index in one literalSet.
@@ -376,17 +379,10 @@ func (rd *reading) readMessage(msg string) []hit {
 		}
 	}
 	start := len(rd.hits)
-	holds := msgLiterals.in(msg)
-	for _, g := range onMsg {
-		if g.gateID >= 0 && !holds.has(g.gateID) {
-			continue
-		}
-		for _, k := range g.exprs {
-			if k.holdsKey(holds, msg) {
-				if m := k.submatches(msg); m != nil {
-					rd.hits = append(rd.hits, hit{k, m})
-				}
-			}
+	for run := msgExprs.runs(msgLiterals.in(msg), msg); run != 0; run &= run - 1 {
+		k := msgExprs.exprs[bits.TrailingZeros64(run)]
+		if m := k.submatches(msg); m != nil {
+			rd.hits = append(rd.hits, hit{k, m})
 		}
 	}
 	hits := rd.hits[start:len(rd.hits):len(rd.hits)]

@@ -69,6 +69,29 @@ func FuzzConnectionFastPath(f *testing.F) {
 	})
 }
 
+// FuzzConnectionAfterIsChannelAfter holds the plain line's reading of a connection, numbers
+// read as it goes, to channelAfter's strings read by atoi.
+func FuzzConnectionAfterIsChannelAfter(f *testing.F) {
+	for _, s := range []string{
+		"00/0 : 8[0] -> 0[0] [receive] via NET/IB/0  ", "0 : 1 -> 2 via X [receive] via Y", "0 : 1 -> 2 via [receive] via ",
+		"0 : 1 -> 2 [send] via P2P/IPC", "03/24 :    0   1   2", "31/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "1 : 2[ab] -> 3[AB] via x",
+		"0 : 1 -> 2 [send] [send] via X", "0/ : 1 -> 2 via X", "12345678901 : 99999999999999999999 -> 0 via x", "0 : 1 -> 2 via ",
+		"0 : 1 -> 2 [receive]  via x", "0 : 1 -> 2 [recv] via x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.IndexByte(s, '\n') >= 0 {
+			return // a line holds none
+		}
+		ch, from, to, via, recv, ok := connectionAfter(s)
+		wch, wfrom, wto, wvia, wrecv, wok := channelAfter(s)
+		if ok != wok || ok && (ch != atoi(wch) || from != atoi(wfrom) || to != atoi(wto) || via != wvia || recv != wrecv) {
+			t.Fatalf("%q: connectionAfter %d %d %d %q %v %v, channelAfter %q %q %q %q %v %v", s, ch, from, to, via, recv, ok, wch, wfrom, wto, wvia, wrecv, wok)
+		}
+	})
+}
+
 // FuzzConnectionLineIsReadLine holds readConnectionLine, where it reads a line, to readLine:
 // the same record, field by field; and the small record a batch keeps of it (connRec).
 func FuzzConnectionLineIsReadLine(f *testing.F) {

@@ -45,7 +45,7 @@ func (rd *reading) plainConnectionOf(line string, plain bool) (plainConnection, 
 	if !ok {
 		return plainConnection{}, false
 	}
-	ch, from, to, via, recv, ok := channelAfter(rest)
+	ch, from, to, via, recv, ok := connectionAfter(rest)
 	if !ok {
 		return plainConnection{}, false
 	}

@@ -317,7 +317,7 @@ func (rd *reading) read(r *record, marks marks) {
 
 // connection fills r with the connection channelOf read, logged by its receiver if recv.
 func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
-	c := rd.connectionOf(recv, ch, from, to, via)
+	c := rd.connectionOf(recv, atoi(ch), atoi(from), atoi(to), via)
 	r.conn, r.channel, r.from, r.to, r.printer, r.commRanks = true, c.channel, c.from, c.to, c.printer, c.commRanks
 	r.via, r.where = c.via.name, c.via.where
 }
@@ -331,9 +331,9 @@ type connectionNumbers struct {
 	via               *placed
 }
 
-// connectionOf is the connection channelOf read, logged by its receiver if recv.
-func (rd *reading) connectionOf(recv bool, ch, from, to, via string) connectionNumbers {
-	c := connectionNumbers{channel: atoi(ch), from: atoi(from), to: atoi(to), via: rd.place(via)}
+// connectionOf is a connection's numbers and transport, logged by its receiver if recv.
+func (rd *reading) connectionOf(recv bool, ch, from, to int, via string) connectionNumbers {
+	c := connectionNumbers{channel: ch, from: from, to: to, via: rd.place(via)}
 	c.printer = c.from
 	if recv {
 		c.printer = c.to

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 )
@@ -76,6 +78,39 @@ func TestHostKnownIsTheMap(t *testing.T) {
 			if _, want := c.rankHost[r]; c.hostKnown(r) != want {
 				t.Fatalf("after setting %v: hostKnown(%d) = %v, the map says %v", ranks[:i+1], r, !want, want)
 			}
+		}
+	}
+}
+
+// TestCurrentCommsIsTheMap: after any sequence of sets and lookups, over more threads than
+// the table has places (so threads share slots and push each other out), in processes whose
+// threads set communicators of their own or borrow their process's, every answer is the one the
+// maps give: the thread's communicator, else its process's.
+func TestCurrentCommsIsTheMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 52))
+	c := currentComms{byKey: map[procKey]*Comm{}}
+	var threads []procKey
+	for h := range 2 {
+		for p := range 4 {
+			for tid := range 40 {
+				threads = append(threads, procKey{fmt.Sprintf("host-%d", h), fmt.Sprint(4100 + p), fmt.Sprint(4200 + tid)})
+			}
+		}
+	}
+	comms := []*Comm{newComm("a"), newComm("b"), newComm("c")}
+	for step := range 20000 {
+		th := threads[rng.IntN(len(threads))]
+		proc := procKey{th.host, th.pid, ""}
+		if rng.IntN(8) == 0 {
+			c.set(th, proc, comms[rng.IntN(len(comms))])
+			continue
+		}
+		want := c.byKey[th]
+		if want == nil {
+			want = c.byKey[proc]
+		}
+		if got := c.of(th, proc, threadSlot(th.pid, th.tid)); got != want {
+			t.Fatalf("step %d: %v answered %v, the maps say %v", step, th, got, want)
 		}
 	}
 }

@@ -116,7 +116,8 @@ func connectionAfter(s string) (channel, from, to int, via string, recv, ok bool
 	if via == "" {
 		via = rest[:1] // ".+?" takes one character at least
 	}
-	recv = recv || strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via ")
+	// Both tests need a '[', which a transport seldom holds: found first, by the cheaper search.
+	recv = recv || strings.IndexByte(rest, '[') >= 0 && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
 	return channel, from, to, via, recv, true
 }
 
@@ -137,9 +138,19 @@ func numberAt(s string, i int) (int, int, bool) {
 	return n, j, true
 }
 
-// busIDEnd is where an optional "[<lowercase hex>]" at s[i:] ends (skipBusID).
+// busIDEnd is where an optional "[<lowercase hex>]" at s[i:] ends.
 func busIDEnd(s string, i int) int {
-	return len(s) - len(skipBusID(s[i:]))
+	if i >= len(s) || s[i] != '[' {
+		return i
+	}
+	j := i + 1
+	for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] >= 'a' && s[j] <= 'f') {
+		j++
+	}
+	if j > i+1 && j < len(s) && s[j] == ']' {
+		return j + 1
+	}
+	return i
 }
 
 func leadDigits(s string) (string, string) {
@@ -151,19 +162,7 @@ func leadDigits(s string) (string, string) {
 }
 
 // skipBusID skips an optional "[<lowercase hex>]".
-func skipBusID(s string) string {
-	if !strings.HasPrefix(s, "[") {
-		return s
-	}
-	i := 1
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-		i++
-	}
-	if i > 1 && i < len(s) && s[i] == ']' {
-		return s[i+1:]
-	}
-	return s
-}
+func skipBusID(s string) string { return s[busIDEnd(s, 0):] }
 
 // channelOf is a connection line's fields, behind the substring every one holds.
 func channelOf(s string) (channel, from, to, via string, ok bool) {

@@ -127,7 +127,8 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 				t.Fatalf("%q (plain %v):\nreadConnectionLine %+v\nreadLine           %+v", line, plain, got, want)
 			}
 			// Its small record (a line not cut), in a batch's text after other lines.
-			c, _ := fast.plainConnectionOf(line, plain)
+			var c plainConnection
+			fast.plainConnectionOf(line, plain, &c)
 			const before = "other lines\n"
 			small, ok := c.compact(len(before), len(line), 3)
 			if !ok {

@@ -18,47 +18,48 @@ type plainConnection struct {
 	connectionNumbers
 }
 
-// plainConnectionOf reads line when it is the plainest connection line: text without colour,
-// one NCCL record with its whole process prefix before connectionMarker, a connection after
-// it, and no other "NCCL " anywhere (no second record, no version). It returns false for any
-// other line, which readLine reads. plain says the line is known to be plain text (plainText
-// of its block).
-func (rd *reading) plainConnectionOf(line string, plain bool) (plainConnection, bool) {
+// plainConnectionOf reads line into c when it is the plainest connection line: text without
+// colour, one NCCL record with its whole process prefix before connectionMarker, a connection
+// after it, and no other "NCCL " anywhere (no second record, no version). It returns false for
+// any other line, which readLine reads. plain says the line is known to be plain text
+// (plainText of its block). c is filled in place: returned by value, it was copied twice.
+func (rd *reading) plainConnectionOf(line string, plain bool, c *plainConnection) bool {
 	// The marker is found from its "NCCL ", the line's first: a line's many spaces made a
 	// search for the marker's leading one the costliest step. An earlier "NCCL " is another
 	// record, which readLine reads.
 	j := strings.Index(line, "NCCL ")
 	if j < 1 || line[j-1] != ' ' || !strings.HasPrefix(line[j:], connectionMarker[1:]) {
-		return plainConnection{}, false
+		return false
 	}
 	k := j - 1
 	rest := line[k+len(connectionMarker):]
 	if strings.Contains(rest, "NCCL ") {
-		return plainConnection{}, false
+		return false
 	}
 	if !plain {
 		if ascii, nul, esc, em := scanBytes(line); !ascii || nul || esc || em && resetCode(line) {
-			return plainConnection{}, false
+			return false
 		}
 	}
-	start, host, pid, tid, ok := processPrefix(line[:k])
-	if !ok {
-		return plainConnection{}, false
+	var ok bool
+	if c.host, c.hostName, c.pid, c.tid, ok = processPrefix(line[:k]); !ok {
+		return false
 	}
 	ch, from, to, via, recv, ok := connectionAfter(rest)
 	if !ok {
-		return plainConnection{}, false
+		return false
 	}
-	return plainConnection{host: start, msg: k + len(" NCCL INFO "), hostName: host, pid: pid, tid: tid,
-		connectionNumbers: rd.connectionOf(recv, ch, from, to, via)}, true
+	c.msg = k + len(" NCCL INFO ")
+	rd.connectionOf(&c.connectionNumbers, recv, ch, from, to, via)
+	return true
 }
 
 // readConnectionLine reads line as readLine would when it is the plainest connection line
 // (plainConnectionOf): the record, and false for any other line. FuzzConnectionLineIsReadLine
 // holds the two equal.
 func (rd *reading) readConnectionLine(line string, cut int64, plain bool) (record, bool) {
-	c, ok := rd.plainConnectionOf(line, plain)
-	if !ok {
+	var c plainConnection
+	if !rd.plainConnectionOf(line, plain, &c) {
 		return record{}, false
 	}
 	return c.record(line, cut), true

@@ -122,9 +122,10 @@ func (b *batch) read() {
 		batchText(b.text)
 	}
 	plain := plainText(b.text) // a line of a plain block needs no scan of its own
+	var c plainConnection
 	for i, start := range b.starts {
 		line := b.text[start:b.ends[i]]
-		if c, ok := b.rd.plainConnectionOf(line, plain); ok {
+		if b.rd.plainConnectionOf(line, plain, &c) {
 			if b.cuts[i] == 0 && compactConnections {
 				if small, ok := c.compact(start, len(line), len(b.recs)); ok {
 					b.conns = append(b.conns, small)

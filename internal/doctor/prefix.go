@@ -26,13 +26,14 @@ func processPrefix(s string) (start int, host, pid, tid string, ok bool) {
 		return 0, "", "", "", false
 	}
 	s = s[:o-1]
-	// "host:pid:tid"
-	c2 := strings.LastIndexByte(s, ':')
-	if c2 < 0 || !digits(s[c2+1:]) {
+	// "host:pid:tid", read back from its end: the tid's digits and the ':' before them, then
+	// the pid's (what the last two ':' and digits tests on the text between them find).
+	c2 := digitsBefore(s, len(s)) - 1
+	if c2 < 0 || c2 == len(s)-1 || s[c2] != ':' {
 		return 0, "", "", "", false
 	}
-	c1 := strings.LastIndexByte(s[:c2], ':')
-	if c1 < 0 || !digits(s[c1+1:c2]) {
+	c1 := digitsBefore(s, c2) - 1
+	if c1 < 0 || c1 == c2-1 || s[c1] != ':' {
 		return 0, "", "", "", false
 	}
 	h := c1
@@ -46,6 +47,15 @@ func processPrefix(s string) (start int, host, pid, tid string, ok bool) {
 		}
 	}
 	return h, s[h:c1], s[c1+1 : c2], s[c2+1:], true
+}
+
+// digitsBefore is where the run of digits that ends at s[end] starts (end if none).
+func digitsBefore(s string, end int) int {
+	i := end
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	return i
 }
 
 // isLocation says whether rest is " <location>:<digits>", optionally followed by " (<function>)"

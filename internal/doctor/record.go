@@ -317,7 +317,8 @@ func (rd *reading) read(r *record, marks marks) {
 
 // connection fills r with the connection channelOf read, logged by its receiver if recv.
 func (rd *reading) connection(r *record, recv bool, ch, from, to, via string) {
-	c := rd.connectionOf(recv, atoi(ch), atoi(from), atoi(to), via)
+	var c connectionNumbers
+	rd.connectionOf(&c, recv, atoi(ch), atoi(from), atoi(to), via)
 	r.conn, r.channel, r.from, r.to, r.printer, r.commRanks = true, c.channel, c.from, c.to, c.printer, c.commRanks
 	r.via, r.where = c.via.name, c.via.where
 }
@@ -331,15 +332,14 @@ type connectionNumbers struct {
 	via               *placed
 }
 
-// connectionOf is a connection's numbers and transport, logged by its receiver if recv.
-func (rd *reading) connectionOf(recv bool, ch, from, to int, via string) connectionNumbers {
-	c := connectionNumbers{channel: ch, from: from, to: to, via: rd.place(via)}
-	c.printer = c.from
+// connectionOf fills c with a connection's numbers and transport, logged by its receiver if recv.
+func (rd *reading) connectionOf(c *connectionNumbers, recv bool, ch, from, to int, via string) {
+	c.channel, c.from, c.to, c.via = ch, from, to, rd.place(via)
+	c.printer = from
 	if recv {
-		c.printer = c.to
+		c.printer = to
 	}
 	c.commRanks = c.via.commRanks
-	return c
 }
 
 // place is the transport a connection logged, placed: the last two a batch placed are looked

@@ -248,7 +248,7 @@ type Comm struct {
 	rankDev    map[int]int
 	Edges      map[string]int  // "intra|inter transport" → connections seen, summed from Peers once the log is read
 	Peers      map[peerKey]int // rank pair and transport → channels
-	seen       map[uint64]bool // channel, from, to already counted (connKey): both ends log a NET connection
+	seen       wordSet         // channel, from, to already counted (firstSeen): both ends log a NET connection
 	seenWide   map[[3]int]bool // those whose numbers do not fit connKey
 }
 
@@ -604,7 +604,7 @@ func (l *Log) comm(id string) *Comm {
 }
 
 func newComm(id string) *Comm {
-	return &Comm{ID: id, rankHost: map[int]string{}, rankProc: map[int]procKey{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seen: map[uint64]bool{}, seenWide: map[[3]int]bool{}}
+	return &Comm{ID: id, rankHost: map[int]string{}, rankProc: map[int]procKey{}, rankDev: map[int]int{}, Edges: map[string]int{}, Peers: map[peerKey]int{}, seenWide: map[[3]int]bool{}}
 }
 
 // usedLibfabric says whether any connection went through aws-ofi-nccl's Libfabric transport.
@@ -642,9 +642,7 @@ func (c *Comm) absorb(o *Comm) {
 	for k, n := range o.Peers {
 		c.Peers[k] += n
 	}
-	for k := range o.seen {
-		c.seen[k] = true
-	}
+	o.seen.each(func(k uint64) { c.seen.add(k) })
 	for k := range o.seenWide {
 		c.seenWide[k] = true
 	}
@@ -965,11 +963,7 @@ func (c *Comm) hostKnown(rank int) bool {
 func (c *Comm) firstSeen(channel, from, to int) bool {
 	if uint(channel) < 1<<16 && uint(from) < 1<<24 && uint(to) < 1<<24 {
 		key := uint64(channel)<<48 | uint64(from)<<24 | uint64(to)
-		if c.seen[key] {
-			return false
-		}
-		c.seen[key] = true
-		return true
+		return c.seen.add(key)
 	}
 	key := [3]int{channel, from, to}
 	if c.seenWide[key] {

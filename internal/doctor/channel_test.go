@@ -116,7 +116,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 		for _, plain := range []bool{false, plainText(line)} {
 			var fast, general reading
 			for _, rd := range []*reading{&fast, &general} {
-				rd.placed, rd.said, rd.classed = map[string]*placed{}, map[string][]hit{}, map[string]string{}
+				rd.placed, rd.said, rd.classed = map[string]*placed{}, map[string]readMessageResult{}, map[string]string{}
 			}
 			got, ok := fast.readConnectionLine(line, 7, plain)
 			if !ok {

@@ -791,7 +791,7 @@ func (l *Log) parseMessage(rec *record) {
 			l.Plugin = "AWS Libfabric"
 		}
 	}
-	if strings.Contains(msg, "NET/OFI") {
+	if rec.mentions(wordOFI) {
 		l.parsePlugin(rec)
 	}
 	if l.PluginFailure == "" && rec.find(pluginFailRe) != nil {
@@ -827,7 +827,7 @@ func (l *Log) parseMessage(rec *record) {
 			l.NetFile = file
 		}
 	}
-	if strings.Contains(msg, "No eligible providers were found") {
+	if rec.mentions(wordNoProviders) {
 		l.NoProviders = true
 	}
 	if rec.find(unreachableR) != nil {
@@ -867,7 +867,7 @@ func (l *Log) parseMessage(rec *record) {
 	if rec.find(internalNetRe) != nil {
 		l.InternalNet = true
 	}
-	if strings.Contains(msg, "MNNVL") || strings.Contains(msg, "NVLS") || strings.Contains(msg, "NVLink SHARP") {
+	if rec.mentions(wordMNNVL) || rec.mentions(wordNVLS) || rec.mentions(wordNVLinkSHARP) {
 		l.parseMNNVL(rec)
 	}
 	if m := rec.find(timingsRe); m != nil {
@@ -878,8 +878,8 @@ func (l *Log) parseMessage(rec *record) {
 		}
 	}
 	// Every rank prints the same warning, with its own pointers: each is kept once.
-	if w := strings.TrimSpace(msg); rec.level == "WARN" && len(l.Warnings) < 20 {
-		key := rec.warnKey
+	if rec.level == "WARN" && len(l.Warnings) < 20 {
+		w, key := strings.TrimSpace(msg), rec.warnKey
 		if l.warned == nil {
 			l.warned = map[string]bool{}
 		}

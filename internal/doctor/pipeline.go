@@ -28,7 +28,7 @@ type batch struct {
 
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
 func newBatch() *batch {
-	return &batch{rd: reading{placed: map[string]*placed{}, said: map[string][]hit{}, classed: map[string]string{}}}
+	return &batch{rd: reading{placed: map[string]*placed{}, said: map[string]readMessageResult{}, classed: map[string]string{}}}
 }
 
 // reset readies an applied batch for the next lines.

@@ -45,10 +45,11 @@ type record struct {
 	ring               bool
 	ringChannel, rings int
 
-	hits         []hit  // the keyed expressions the record's line matched (lineExprs)
-	msgHits      []hit  // and its message (shared by records of the same message)
-	failuresRead bool   // failureExprs were read (the others always are)
-	warnKey      string // a WARN message with its pointers blanked: the same warning from every rank
+	hits         []hit       // the keyed expressions the record's line matched (lineExprs)
+	msgHits      []hit       // and its message (shared by records of the same message)
+	msgHolds     literalBits // the literals of msgLiterals its message holds (readMessage)
+	failuresRead bool        // failureExprs were read (the others always are)
+	warnKey      string      // a WARN message with its pointers blanked: the same warning from every rank
 }
 
 // hit is one keyed expression's submatches.
@@ -129,7 +130,7 @@ type reading struct {
 	lastPlaced, prevPlaced *placed
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
-	said map[string][]hit
+	said map[string]readMessageResult
 	// classed is the failure class of each WARN message of the batch (every rank prints the same).
 	classed map[string]string
 }
@@ -290,7 +291,7 @@ func (rd *reading) read(r *record, marks marks) {
 		// The hot path: a message that starts "Channel " is a connection or a ring's order,
 		// and nothing else is read of it.
 		if !strings.HasPrefix(r.msg, "Channel ") {
-			r.msgHits = rd.readMessage(r.msg)
+			r.msgHits, r.msgHolds = rd.readMessage(r.msg)
 		}
 		if r.level == "WARN" {
 			r.warnKey = hexNumber.ReplaceAllString(strings.TrimSpace(r.msg), "0x…")
@@ -368,18 +369,20 @@ func (rd *reading) place(via string) *placed {
 	return rd.lastPlaced
 }
 
-// readMessage is what an NCCL message matches of the expressions that read messages.
-func (rd *reading) readMessage(msg string) []hit {
+// readMessage is what an NCCL message matches of the expressions that read messages, and the
+// literals it holds.
+func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 	// A communicator's line names its own pointer ("comm 0x…"), so it never repeats: looking
 	// it up, and keeping it, would cost a hash of the whole message for nothing.
 	unique := strings.HasPrefix(msg, "comm 0x")
 	if !unique {
-		if hits, ok := rd.said[msg]; ok {
-			return hits
+		if r, ok := rd.said[msg]; ok {
+			return r.hits, r.holds
 		}
 	}
 	start := len(rd.hits)
-	for run := msgExprs.runs(msgLiterals.in(msg), msg); run != 0; run &= run - 1 {
+	holds := msgLiterals.in(msg)
+	for run := msgExprs.runs(holds, msg); run != 0; run &= run - 1 {
 		k := msgExprs.exprs[bits.TrailingZeros64(run)]
 		if m := k.submatches(msg); m != nil {
 			rd.hits = append(rd.hits, hit{k, m})
@@ -387,10 +390,32 @@ func (rd *reading) readMessage(msg string) []hit {
 	}
 	hits := rd.hits[start:len(rd.hits):len(rd.hits)]
 	if !unique {
-		rd.said[msg] = hits
+		rd.said[msg] = readMessageResult{hits, holds}
 	}
-	return hits
+	return hits, holds
 }
+
+// readMessageResult is what readMessage gave a message.
+type readMessageResult struct {
+	hits  []hit
+	holds literalBits
+}
+
+// mentions says whether the record's message holds a word of the parse's (messageWord).
+func (r *record) mentions(word int) bool { return r.msgHolds.has(word) }
+
+// messageWord is the id of a word the parse looks for in messages: found with the
+// expressions' gates and keys in readMessage's one pass, not searched for again.
+func messageWord(word string) int { return msgLiterals.id(word) }
+
+// The words parseMessage looks for in a message.
+var (
+	wordOFI         = messageWord("NET/OFI")
+	wordNoProviders = messageWord("No eligible providers were found")
+	wordMNNVL       = messageWord("MNNVL")
+	wordNVLS        = messageWord("NVLS")
+	wordNVLinkSHARP = messageWord("NVLink SHARP")
+)
 
 // placeTransport is one connection's transport, one row whatever NIC carried it, and where
 // NCCL puts its peer: NCCL connects ranks it found on one node (the same host hash: one pod)

@@ -78,7 +78,7 @@ var (
 	socketUsingRe = gated("Using ", `NET/Socket : Using (.+)$`, "NET/Socket : Using ")
 	// NCCL's IB transport finding no device, before it tries sockets (2.4 and later).
 	ibNoDeviceRe = gated("NET/IB", `NET/IB ?: No device found`, "No device found")
-	timingsRe    = gated("timings", `Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`, "Init timings")
+	timingsRe    = gated("timings", `Init timings.*? total ([0-9.]+) \(.*?bootstrap ([0-9.]+)`, "Init timings").byHand(readInitTimings)
 	// NCCL ≥ 2.23 prints its bootstrap's own total in the default subsystems ("Bootstrap timings
 	// total 0.160902 (create …, send …, recv …, ring …, delay …)", src/bootstrap.cc); the Init
 	// timings line needs the PROFILE subsystem (nccl-tests #311 and #319 show both).

@@ -68,6 +68,10 @@ func FuzzPrefixStartIsTheWholeMatch(f *testing.F) {
 	f.Add("rank 3 nranks 4 \t")
 	f.Add("comm 0x7f rank 0 nranks 4")
 	f.Add("comm 0x7f  rank 0 nranks 4")
+	f.Add("Init timings - x total 1.5 (kernels 0.2, bootstrap 0.9)")
+	f.Add("Init timings total 1.x total 2 (bootstrap x, bootstrap 3.)")
+	f.Add("Init timings total 1 (\nbootstrap 2) Init timings total 3 (bootstrap 4)")
+	f.Add("Init timings total 1 (no boot) total 2 (bootstrap 5)")
 	addLogLines(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, k := range keyedExprs {

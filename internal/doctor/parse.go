@@ -495,6 +495,10 @@ func (k procKey) clone() procKey {
 type currentComms struct {
 	byKey  map[procKey]*Comm
 	recent [threadSlots][2]recentComm
+	// borrowing are the slots that held an answer taken from a process when it was kept (it
+	// may be gone since), listed once each (listed): a set looks at these, not every slot.
+	borrowing []int
+	listed    [threadSlots]bool
 }
 
 // threadSlots is the number of slots of currentComms.recent (a power of two).
@@ -508,19 +512,35 @@ type recentComm struct {
 }
 
 // set makes comm the thread's and its process's. A thread's own answer changes only with its
-// own set; an answer taken from the process, with any set of that process. Every thread that
-// sets up a communicator logs its Init line, so the answers of a job's ranks stay known while
-// their neighbours set theirs.
+// own set, and lives in its slot; an answer taken from the process changes with any set of
+// that process, and lives in a slot listed in borrowing. A job's ranks each set their own
+// (every thread that sets up a communicator logs its Init line): a set looks at a few slots.
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 	c.byKey[thread], c.byKey[proc] = comm, comm
-	for i := range c.recent {
-		for j := range c.recent[i] {
-			e := &c.recent[i][j]
-			if e.known && e.thread.pid == proc.pid && e.thread.host == proc.host && (!e.own || e.thread.tid == thread.tid) {
-				e.known = false
-			}
+	ways := &c.recent[threadSlot(thread.pid, thread.tid)]
+	for j := range ways {
+		if e := &ways[j]; e.known && e.own && e.thread == thread {
+			e.known = false
 		}
 	}
+	kept := c.borrowing[:0]
+	for _, i := range c.borrowing {
+		borrowed := false
+		for j := range c.recent[i] {
+			e := &c.recent[i][j]
+			switch {
+			case !e.known || e.own:
+			case e.thread.pid == proc.pid && e.thread.host == proc.host:
+				e.known = false
+			default:
+				borrowed = true
+			}
+		}
+		if c.listed[i] = borrowed; borrowed {
+			kept = append(kept, i)
+		}
+	}
+	c.borrowing = kept
 }
 
 // of is the thread's communicator, else its process's (nil if neither has one); a thread
@@ -537,6 +557,10 @@ func (c *currentComms) of(thread, proc procKey, slot int) *Comm {
 	comm, own := c.byKey[thread]
 	if !own {
 		comm = c.byKey[proc]
+	}
+	if !own && !c.listed[slot] {
+		c.listed[slot] = true
+		c.borrowing = append(c.borrowing, slot)
 	}
 	// Cloned: a connection's thread points into its batch's buffer, which is read again.
 	ways[0], ways[1] = recentComm{thread.clone(), comm, true, own}, ways[0]

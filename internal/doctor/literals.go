@@ -28,10 +28,6 @@ const maxLiterals = len(literalBits{}) * 64
 
 func (b *literalBits) add(i int)     { b[i/64] |= 1 << (i % 64) }
 func (b literalBits) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
-func (b literalBits) empty() bool    { return b == literalBits{} }
-func (b literalBits) without(o literalBits) literalBits {
-	return literalBits{b[0] &^ o[0], b[1] &^ o[1]}
-}
 
 func pairHash(a, b byte) int { return (int(a)<<4 ^ int(b)) & (1<<12 - 1) }
 
@@ -67,21 +63,21 @@ func (s *literalSet) id(literal string) int {
 // in is the set of literals text holds.
 func (s *literalSet) in(text string) literalBits {
 	var found literalBits
-	for i := 0; i+1 < len(text); i++ {
-		h := pairHash(text[i], text[i+1])
-		if !s.maybe[h] {
-			continue
-		}
-		cand := s.starting[h].without(found)
-		if cand.empty() {
-			continue
-		}
-		for w, word := range cand {
-			for word != 0 {
-				j := w*64 + bits.TrailingZeros64(word)
-				word &= word - 1
-				if strings.HasPrefix(text[i:], s.literals[j]) {
-					found.add(j)
+	if len(text) >= 2 {
+		// Each byte is loaded once, carried as the next position's first.
+		prev := text[0]
+		for i := 1; i < len(text); i++ {
+			cur := text[i]
+			h := pairHash(prev, cur)
+			prev = cur
+			if !s.maybe[h] {
+				continue
+			}
+			for w, word := range s.starting[h] {
+				for ; word != 0; word &= word - 1 {
+					if j := w*64 + bits.TrailingZeros64(word); !found.has(j) && strings.HasPrefix(text[i-1:], s.literals[j]) {
+						found.add(j)
+					}
 				}
 			}
 		}

@@ -95,3 +95,43 @@ func BenchmarkZZMapSet(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkZZCommLine(b *testing.B) {
+	lines := []string{
+		"[1,0]<stdout>:train-worker-0:4101:4111 [0] NCCL INFO comm 0x55d0c0000 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 101c0 commId 0x6c3f1a2b9d8e7f01 - Init START",
+		"[1,0]<stdout>:train-worker-0:4101:4111 [0] NCCL INFO comm 0x55d0c0000 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
+		"train-worker-0:4101:4111 [0] NCCL INFO comm 0x55d0c0000 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 101c0 commId 0x6c3f1a2b9d8e7f01 localSize 8 used 1234 bytes - Init COMPLETE",
+	}
+	rd := reading{placed: map[string]*placed{}, said: map[string]readMessageResult{}, classed: map[string]string{}}
+	var recs []record
+	for b.Loop() {
+		for _, l := range lines {
+			recs = rd.readLine(strings.Clone(l), 0, true, recs[:0])
+			rd.hits = rd.hits[:0]
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}
+
+func BenchmarkZZCommLiteral(b *testing.B) {
+	msg := "comm 0x55d0c0000 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 101c0 commId 0x6c3f1a2b9d8e7f01 - Init START"
+	for b.Loop() {
+		msgLiterals.in(msg)
+	}
+}
+
+func BenchmarkZZCommMark(b *testing.B) {
+	l := "[1,0]<stdout>:train-worker-0:4101:4111 [0] NCCL INFO comm 0x55d0c0000 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 101c0 commId 0x6c3f1a2b9d8e7f01 - Init START"
+	for b.Loop() {
+		m := markNCCL(l)
+		splitMarked(l, m)
+	}
+}
+
+func BenchmarkZZCommInit(b *testing.B) {
+	msg := "comm 0x55d0c0000 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 101c0 commId 0x6c3f1a2b9d8e7f01 - Init START"
+	for b.Loop() {
+		readCommInit(msg)
+		readOldComm(msg)
+	}
+}

@@ -138,6 +138,9 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 			if got := small.record(before + line); !reflect.DeepEqual(got, whole[0]) || small.before != 3 {
 				t.Fatalf("%q (plain %v):\nits small record %+v (after %d)\nreadLine         %+v", line, plain, got, small.before, whole)
 			}
+			if got, want := small.threadKey(before+line), threadKey(procKey{whole[0].host, whole[0].pid, whole[0].tid}); got != want {
+				t.Fatalf("%q: its thread %q, of its record %q", line, got, want)
+			}
 		}
 	})
 }

@@ -115,6 +115,12 @@ func (c *connRec) process(text string) (host, pid, tid string) {
 	return text[h : p-1], text[p : t-1], text[t : t+int(c.tidLen)]
 }
 
+// threadKey is c's "host:pid:tid" in its batch's text (the parse's threadKey of its process).
+func (c *connRec) threadKey(text string) string {
+	h := int(c.at) + int(c.host)
+	return text[h : h+int(c.hostLen)+1+int(c.pidLen)+1+int(c.tidLen)]
+}
+
 // record is c's whole record (what readConnectionLine reads), of its batch's text.
 func (c *connRec) record(text string) record {
 	line := c.line(text)

@@ -47,7 +47,7 @@ func TestCurrentCommsAnswersAfterEverySet(t *testing.T) {
 	a, b, x := newComm("a"), newComm("b"), newComm("x")
 	proc, other := procKey{"h", "10", ""}, procKey{"h", "20", ""}
 	t1, t2, t3, o1 := procKey{"h", "10", "11"}, procKey{"h", "10", "12"}, procKey{"h", "10", "13"}, procKey{"h", "20", "21"}
-	of := func(th procKey) *Comm { return c.of(th, procKey{th.host, th.pid, ""}, threadSlot(th.pid, th.tid)) }
+	of := func(th procKey) *Comm { return c.of(th, procKey{th.host, th.pid, ""}, threadSlot(th.pid, th.tid), "") }
 	c.set(o1, other, x)
 	if of(t2) != nil || of(o1) != x {
 		t.Fatal("before any set of its own, a thread has no communicator")
@@ -109,7 +109,11 @@ func TestCurrentCommsIsTheMap(t *testing.T) {
 		if want == nil {
 			want = c.byKey[proc]
 		}
-		if got := c.of(th, proc, threadSlot(th.pid, th.tid)); got != want {
+		key := "" // the general path's lookup, or a plain line's, which has its threadKey at hand
+		if rng.IntN(2) == 0 {
+			key = threadKey(th)
+		}
+		if got := c.of(th, proc, threadSlot(th.pid, th.tid), key); got != want {
 			t.Fatalf("step %d: %v answered %v, the maps say %v", step, th, got, want)
 		}
 	}

@@ -373,7 +373,7 @@ func Parse(r io.Reader) (*Log, error) {
 			}
 			return
 		}
-		comm := current.of(thread, proc, rec.slot)
+		comm := current.of(thread, proc, rec.slot, "")
 		if comm == nil {
 			if n := rec.find(nodesRe); n != nil {
 				// Its shape without its Init lines (an excerpt): one communicator per shape and
@@ -433,7 +433,7 @@ func Parse(r io.Reader) (*Log, error) {
 		thread, proc := procKey{host, pid, tid}, procKey{host, pid, ""}
 		var comm *Comm
 		if !l.Failures.lastErrorNext {
-			comm = current.of(thread, proc, int(c.slot))
+			comm = current.of(thread, proc, int(c.slot), c.threadKey(text))
 		}
 		if comm == nil {
 			rec := c.record(text)
@@ -505,10 +505,32 @@ type currentComms struct {
 const threadSlots = 64
 
 type recentComm struct {
-	thread procKey
+	key    string  // "host:pid:tid", as a plain line holds it (threadKey)
+	thread procKey // key's parts
 	comm   *Comm
 	known  bool
 	own    bool // the thread's own communicator, not its process's
+}
+
+// threadKey is a thread's "host:pid:tid": one string to compare where a plain line holds it
+// whole (a host holds no ':', a pid or tid only digits), not three.
+func threadKey(thread procKey) string { return thread.host + ":" + thread.pid + ":" + thread.tid }
+
+// newRecent is an answer for thread, its text a copy of its own: a connection's thread points
+// into its batch's buffer, which is read again.
+func newRecent(thread procKey, comm *Comm, own bool) recentComm {
+	key := threadKey(thread)
+	p := len(thread.host) + 1
+	t := p + len(thread.pid) + 1
+	return recentComm{key, procKey{key[:p-1], key[p : t-1], key[t:]}, comm, true, own}
+}
+
+// is says whether the entry answers for thread, whose threadKey is key if known ("" if not).
+func (e *recentComm) is(thread procKey, key string) bool {
+	if key != "" {
+		return e.key == key
+	}
+	return e.thread == thread
 }
 
 // set makes comm the thread's and its process's. A thread's own answer changes only with its
@@ -544,13 +566,14 @@ func (c *currentComms) set(thread, proc procKey, comm *Comm) {
 }
 
 // of is the thread's communicator, else its process's (nil if neither has one); a thread
-// names its process, and slot is threadSlot of its ids.
-func (c *currentComms) of(thread, proc procKey, slot int) *Comm {
+// names its process, slot is threadSlot of its ids, and key its threadKey where the caller
+// has it at hand ("" if not).
+func (c *currentComms) of(thread, proc procKey, slot int, key string) *Comm {
 	ways := &c.recent[slot]
-	if e := &ways[0]; e.known && e.thread == thread {
+	if e := &ways[0]; e.known && e.is(thread, key) {
 		return e.comm
 	}
-	if e := ways[1]; e.known && e.thread == thread {
+	if e := ways[1]; e.known && e.is(thread, key) {
 		ways[0], ways[1] = e, ways[0]
 		return e.comm
 	}
@@ -562,8 +585,7 @@ func (c *currentComms) of(thread, proc procKey, slot int) *Comm {
 		c.listed[slot] = true
 		c.borrowing = append(c.borrowing, slot)
 	}
-	// Cloned: a connection's thread points into its batch's buffer, which is read again.
-	ways[0], ways[1] = recentComm{thread.clone(), comm, true, own}, ways[0]
+	ways[0], ways[1] = newRecent(thread, comm, own), ways[0]
 	return comm
 }
 

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -143,4 +144,37 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlaceAnswersEveryTransport: a batch places transports through its recent ones, then its
+// map. Twelve transports in turn (more than it keeps recent), and back and forth, each get
+// their own row and place, and one placed value each.
+func TestPlaceAnswersEveryTransport(t *testing.T) {
+	rd := reading{placed: map[string]*placed{}}
+	var vias []string
+	for n := range 11 {
+		vias = append(vias, fmt.Sprintf("NET/Libfabric/%d/GDRDMA", n))
+	}
+	vias = append(vias, "P2P/CUMEM/read comm 0x7f nRanks 08")
+	first := map[string]*placed{}
+	for round := range 3 {
+		for i := range vias {
+			via := vias[i]
+			if round == 1 {
+				via = vias[(i*7)%len(vias)]
+			}
+			p := rd.place(strings.Clone(via))
+			name, where := placeTransport(transportName(via))
+			if p.via != via || p.name != name || p.where != where {
+				t.Fatalf("%q placed as %+v, want %q %q", via, p, name, where)
+			}
+			if f := first[via]; f != nil && f != p {
+				t.Fatalf("%q placed twice", via)
+			}
+			first[via] = p
+		}
+	}
+	if p := rd.place(vias[len(vias)-1]); p.commRanks != 8 {
+		t.Fatalf("RCCL's size: %d, want 8", p.commRanks)
+	}
 }

@@ -126,8 +126,8 @@ func indexLiterals(groups []gateGroup) *literalSet {
 type reading struct {
 	hits   []hit
 	placed map[string]*placed
-	// lastPlaced is the transport placed last, prevPlaced the one before it.
-	lastPlaced, prevPlaced *placed
+	// recentPlaced are the transports placed last, the latest first.
+	recentPlaced [8]*placed
 	// said is what each message of the batch matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
 	said map[string]readMessageResult
@@ -343,30 +343,37 @@ func (rd *reading) connectionOf(c *connectionNumbers, recv bool, ch, from, to in
 	c.commRanks = c.via.commRanks
 }
 
-// place is the transport a connection logged, placed: the last two a batch placed are looked
-// at before its map (a job's connections alternate between a few), which hashes the text.
+// place is the transport a connection logged, placed: the last eight a batch placed are
+// looked at before its map, which hashes the text (a job's connections alternate between a
+// few: P2P and a transport per NIC).
 func (rd *reading) place(via string) *placed {
-	switch {
-	case rd.lastPlaced != nil && via == rd.lastPlaced.via:
-	case rd.prevPlaced != nil && via == rd.prevPlaced.via:
-		rd.lastPlaced, rd.prevPlaced = rd.prevPlaced, rd.lastPlaced
-	default:
-		p := rd.placed[via]
+	recent := &rd.recentPlaced
+	for i, p := range recent {
 		if p == nil {
-			// Cloned: via may point into a batch's buffer, which is read again, and the
-			// transport is kept.
-			p = &placed{via: strings.Clone(via)}
-			p.name, p.where = placeTransport(transportName(p.via))
-			if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
-				if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
-					p.commRanks = atoi(m[1])
-				}
-			}
-			rd.placed[p.via] = p
+			break
 		}
-		rd.lastPlaced, rd.prevPlaced = p, rd.lastPlaced
+		if p.via == via {
+			copy(recent[1:i+1], recent[:i])
+			recent[0] = p
+			return p
+		}
 	}
-	return rd.lastPlaced
+	p := rd.placed[via]
+	if p == nil {
+		// Cloned: via may point into a batch's buffer, which is read again, and the
+		// transport is kept.
+		p = &placed{via: strings.Clone(via)}
+		p.name, p.where = placeTransport(transportName(p.via))
+		if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
+			if m := rcclRanksRe.FindStringSubmatch(via); m != nil {
+				p.commRanks = atoi(m[1])
+			}
+		}
+		rd.placed[p.via] = p
+	}
+	copy(recent[1:], recent[:len(recent)-1])
+	recent[0] = p
+	return p
 }
 
 // readMessage is what an NCCL message matches of the expressions that read messages, and the

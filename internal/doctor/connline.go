@@ -9,7 +9,7 @@ import (
 // INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"): nine lines in ten of a job's log.
 const connectionMarker = " NCCL INFO Channel "
 
-// plainConnection is what readConnectionLine reads of a plain connection line: where its host
+// plainConnection is what plainConnectionOf reads of a plain connection line: where its host
 // and its message start, its process and its connection.
 type plainConnection struct {
 	host, msg int
@@ -123,10 +123,9 @@ func (c *connRec) threadKey(text string) string {
 
 // record is c's whole record (what readConnectionLine reads), of its batch's text.
 func (c *connRec) record(text string) record {
-	line := c.line(text)
 	host, pid, tid := c.process(text)
-	return record{newLine: true, line: line, nccl: true, host: host, pid: pid, tid: tid,
-		slot: int(c.slot), level: "INFO", msg: line[c.msg:],
-		conn: true, channel: int(c.channel), from: int(c.from), to: int(c.to), printer: int(c.printer), commRanks: int(c.commRanks),
-		via: c.via.name, where: c.via.where}
+	whole := plainConnection{host: int(c.host), msg: int(c.msg), hostName: host, pid: pid, tid: tid,
+		connectionNumbers: connectionNumbers{channel: int(c.channel), from: int(c.from), to: int(c.to),
+			printer: int(c.printer), commRanks: int(c.commRanks), via: c.via}}
+	return whole.record(c.line(text), 0)
 }

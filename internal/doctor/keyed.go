@@ -187,16 +187,30 @@ func byGate(exprs []*keyedRe) []gateGroup {
 
 // mayBeCUDAError is what every match of cudaErrorRe passes: its case-insensitive "cuda " before
 // error|failure, or " not yet initialized" (whose letters fold only to ASCII; "system"'s s
-// also folds to U+017F, so the test starts after it). Each space is looked at, in one pass
-// over the bytes (a search per space cost more on a communicator's line of twenty), and the
-// words only where the byte before it is an 'a' or the one after an 'n'.
+// also folds to U+017F, so the test starts after it). Every message is asked: the spaces are
+// found eight bytes at a time (a byte is a space where x^0x20 is zero), and the words around a
+// space compared only where the byte before it is an 'a' or the one after an 'n'.
 func mayBeCUDAError(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] != ' ' {
-			continue
+	const ones, highs, spaces = 0x0101010101010101, 0x8080808080808080, 0x2020202020202020
+	at := func(i int) bool {
+		return i >= 4 && s[i-1]|0x20 == 'a' && asciiFoldEqual(s[i-4:i], "cuda") ||
+			i+1 < len(s) && s[i+1]|0x20 == 'n' && asciiFoldHasPrefix(s[i:], " not yet initialized")
+	}
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		y := x ^ spaces
+		// High bits of the zero bytes of y; a byte of 0x80 + 0x00 borrow can set a false bit
+		// above a true one, never without one, so each bit found is checked on its byte.
+		for m := (y - ones) &^ y & highs; m != 0; m &= m - 1 {
+			if j := i + bits.TrailingZeros64(m)/8; s[j] == ' ' && at(j) {
+				return true
+			}
 		}
-		if i >= 4 && s[i-1]|0x20 == 'a' && asciiFoldEqual(s[i-4:i], "cuda") ||
-			i+1 < len(s) && s[i+1]|0x20 == 'n' && asciiFoldHasPrefix(s[i:], " not yet initialized") {
+	}
+	for ; i < len(s); i++ {
+		if s[i] == ' ' && at(i) {
 			return true
 		}
 	}

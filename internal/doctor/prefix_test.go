@@ -136,9 +136,10 @@ func FuzzMarksAreTheSearches(f *testing.F) {
 }
 
 // FuzzLineChecksAreTheSearches holds readLine's one-pass byte checks, a block's (plainText)
-// and the search for a connection's " via " (holdsSpaced) to the searches they replace.
+// and the searches for a connection's " via " (holdsSpaced) and for a second record in a
+// connection line (holdsNCCL) to the searches they replace.
 func FuzzLineChecksAreTheSearches(f *testing.F) {
-	for _, s := range []string{"plain", "\x00", "é", "\x1b[32mx\x1b[0m", "read[32m [repeated 7x][0m", "[0", "0m", "[0[0m", "12345678\x1b", "1234567m", "12345678m", "é12345678m", "via x", " via ", "xvia  via ", "viavia ", " vi a via"} {
+	for _, s := range []string{"plain", "\x00", "é", "\x1b[32mx\x1b[0m", "read[32m [repeated 7x][0m", "[0", "0m", "[0[0m", "12345678\x1b", "1234567m", "12345678m", "é12345678m", "via x", " via ", "xvia  via ", "viavia ", " vi a via", "NNCCL x", "NCCL", "N NCCL ", "via NET/IB NCCL "} {
 		f.Add(s)
 	}
 	long := strings.Repeat("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM\n", 3)
@@ -159,6 +160,9 @@ func FuzzLineChecksAreTheSearches(f *testing.F) {
 		}
 		if got, want := holdsSpaced(s, "via "), strings.Contains(s, " via "); got != want {
 			t.Fatalf("%q: holdsSpaced %v, strings.Contains %v", s, got, want)
+		}
+		if got, want := holdsNCCL(s), strings.Contains(s, "NCCL "); got != want {
+			t.Fatalf("%q: holdsNCCL %v, strings.Contains %v", s, got, want)
 		}
 		if got, want := plainText(s), wantASCII && !nul && !esc && !strings.Contains(s, "[0m"); got != want {
 			t.Fatalf("%q: plainText %v, want %v", s, got, want)

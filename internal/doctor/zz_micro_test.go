@@ -135,3 +135,32 @@ func BenchmarkZZCommInit(b *testing.B) {
 		readOldComm(msg)
 	}
 }
+
+func zzHoldsNCCL(s string) bool {
+	for i := strings.IndexByte(s, 'N'); i >= 0; {
+		if strings.HasPrefix(s[i:], "NCCL ") {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], 'N')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+var zzRests = []string{"31/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "01/0 : 3[3] -> 11[3] [receive] via NET/Libfabric/3/GDRDMA", "25/0 : 9[1] -> 10[2] via P2P/CUMEM/read", "04/0 : 8[0] -> 0[0] [send] via NET/Libfabric/0/GDRDMA"}
+var zzSink bool
+
+func BenchmarkZZContainsNCCL(b *testing.B) {
+	for i := 0; b.Loop(); i++ {
+		zzSink = strings.Contains(zzRests[i&3], "NCCL ")
+	}
+}
+
+func BenchmarkZZHoldsNCCL(b *testing.B) {
+	for i := 0; b.Loop(); i++ {
+		zzSink = zzHoldsNCCL(zzRests[i&3])
+	}
+}

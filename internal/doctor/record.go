@@ -195,11 +195,17 @@ func (rd *reading) readLine(raw string, cut int64, plain bool, out []record) []r
 // resetCode says whether s holds "[0m", a colour's reset whose ESC a paste lost: looked for
 // from its 'm', which a log's lines hold far fewer of than '['.
 func resetCode(s string) bool {
-	for i := strings.IndexByte(s, 'm'); i >= 0; {
-		if i >= 2 && s[i-2] == '[' && s[i-1] == '0' {
+	return byteWhere(s, 'm', func(i int) bool { return i >= 2 && s[i-2] == '[' && s[i-1] == '0' })
+}
+
+// byteWhere says whether s holds b at an index where at holds: each b found by the runtime's
+// vector search, where b is rare enough that a general search would cost more.
+func byteWhere(s string, b byte, at func(i int) bool) bool {
+	for i := strings.IndexByte(s, b); i >= 0; {
+		if at(i) {
 			return true
 		}
-		j := strings.IndexByte(s[i+1:], 'm')
+		j := strings.IndexByte(s[i+1:], b)
 		if j < 0 {
 			return false
 		}

@@ -30,95 +30,86 @@ func parseChannel(s string) (channel, from, to string, via string, ok bool) {
 // channelAfter parses `N[/M] : A[[hex]] -> B[[hex]][ [send|receive]] via T` at the start of s,
 // and says whether s holds " [receive] via " (the receiver logged it): in its tag, or in the
 // transport, as what comes before the transport holds no other "via". s is (part of) one line:
-// it holds no newline, which channelRe's "." would not cross.
+// it holds no newline, which channelRe's "." would not cross. FuzzChannelMatchesRegexp holds it
+// (through parseChannel) to channelRe.
 func channelAfter(s string) (channel, from, to, via string, recv, ok bool) {
-	channel, s = leadDigits(s)
-	if channel == "" {
-		return
-	}
-	if strings.HasPrefix(s, "/") {
-		var d string
-		if d, s = leadDigits(s[1:]); d == "" {
-			return "", "", "", "", false, false
-		}
-	}
-	if s, ok = strings.CutPrefix(s, " : "); !ok {
-		return
-	}
-	if from, s = leadDigits(s); from == "" {
+	var c connectionText
+	if !c.read(s) {
 		return "", "", "", "", false, false
 	}
-	s = skipBusID(s)
-	if s, ok = strings.CutPrefix(s, " -> "); !ok {
-		return
-	}
-	if to, s = leadDigits(s); to == "" {
-		return "", "", "", "", false, false
-	}
-	s = skipBusID(s)
-	for _, t := range []string{" [send]", " [receive]"} {
-		if rest, cut := strings.CutPrefix(s, t); cut && strings.HasPrefix(rest, " via ") {
-			s, recv = rest, t == " [receive]"
-			break
-		}
-	}
-	if s, ok = strings.CutPrefix(s, " via "); !ok || s == "" {
-		return "", "", "", "", false, false
-	}
-	via = trimSpaceRight(s)
-	if via == "" {
-		via = s[:1] // ".+?" takes one character at least
-	}
-	recv = recv || strings.Contains(s, " [receive] via ") || strings.HasPrefix(s, "[receive] via ")
-	return channel, from, to, via, recv, true
+	return s[:c.chEnd], s[c.fromAt:c.fromEnd], s[c.toAt:c.toEnd], c.via, c.recv, true
 }
 
-// connectionAfter is channelAfter with its numbers read as it goes (what atoi makes of each):
-// the plain connection line's path, where cutting each number out as a string and reading it
-// again cost a tenth of the line. FuzzConnectionAfterIsChannelAfter holds the two equal.
+// connectionAfter is channelAfter with the numbers as atoi reads them: the plain connection
+// line's path, where cutting each number out as a string and reading it again cost a tenth of
+// the line.
 func connectionAfter(s string) (channel, from, to int, via string, recv, ok bool) {
-	i := 0
-	if channel, i, ok = numberAt(s, i); !ok {
-		return
+	var c connectionText
+	if !c.read(s) {
+		return 0, 0, 0, "", false, false
 	}
+	return c.channel, c.from, c.to, c.via, c.recv, true
+}
+
+// connectionText is what read finds of a connection: its numbers, where the channel ends and
+// the two ranks lie, its transport and whether the receiver logged it.
+type connectionText struct {
+	channel, from, to int
+	chEnd             int
+	fromAt, fromEnd   int
+	toAt, toEnd       int
+	via               string
+	recv              bool
+}
+
+// read parses the connection at the start of s (channelAfter's grammar), its numbers read as
+// it goes; false if there is none.
+func (c *connectionText) read(s string) bool {
+	var ok bool
+	if c.channel, c.chEnd, ok = numberAt(s, 0); !ok {
+		return false
+	}
+	i := c.chEnd
 	if i < len(s) && s[i] == '/' {
 		if _, i, ok = numberAt(s, i+1); !ok {
-			return
+			return false
 		}
 	}
 	if !strings.HasPrefix(s[i:], " : ") {
-		return 0, 0, 0, "", false, false
+		return false
 	}
-	if from, i, ok = numberAt(s, i+len(" : ")); !ok {
-		return
+	c.fromAt = i + len(" : ")
+	if c.from, c.fromEnd, ok = numberAt(s, c.fromAt); !ok {
+		return false
 	}
-	i = busIDEnd(s, i)
+	i = busIDEnd(s, c.fromEnd)
 	if !strings.HasPrefix(s[i:], " -> ") {
-		return 0, 0, 0, "", false, false
+		return false
 	}
-	if to, i, ok = numberAt(s, i+len(" -> ")); !ok {
-		return
+	c.toAt = i + len(" -> ")
+	if c.to, c.toEnd, ok = numberAt(s, c.toAt); !ok {
+		return false
 	}
-	i = busIDEnd(s, i)
+	i = busIDEnd(s, c.toEnd)
+	c.recv = false
 	if i+1 < len(s) && s[i+1] == '[' {
 		switch rest := s[i:]; {
 		case strings.HasPrefix(rest, " [send] via "):
 			i += len(" [send]")
 		case strings.HasPrefix(rest, " [receive] via "):
-			i, recv = i+len(" [receive]"), true
+			i, c.recv = i+len(" [receive]"), true
 		}
 	}
 	if !strings.HasPrefix(s[i:], " via ") || i+len(" via ") == len(s) {
-		return 0, 0, 0, "", false, false
+		return false
 	}
 	rest := s[i+len(" via "):]
-	via = trimSpaceRight(rest)
-	if via == "" {
-		via = rest[:1] // ".+?" takes one character at least
+	if c.via = trimSpaceRight(rest); c.via == "" {
+		c.via = rest[:1] // ".+?" takes one character at least
 	}
 	// Both tests need a '[', which a transport seldom holds: found first, by the cheaper search.
-	recv = recv || strings.IndexByte(rest, '[') >= 0 && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
-	return channel, from, to, via, recv, true
+	c.recv = c.recv || strings.IndexByte(rest, '[') >= 0 && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
+	return true
 }
 
 // numberAt reads the digits at s[i:] as atoi does: the number and where it ends, ok false when
@@ -160,9 +151,6 @@ func leadDigits(s string) (string, string) {
 	}
 	return s[:i], s[i:]
 }
-
-// skipBusID skips an optional "[<lowercase hex>]".
-func skipBusID(s string) string { return s[busIDEnd(s, 0):] }
 
 // channelOf is a connection line's fields, behind the substring every one holds.
 func channelOf(s string) (channel, from, to, via string, ok bool) {

@@ -75,22 +75,12 @@ func (c *connectionText) read(s string) bool {
 			return false
 		}
 	}
-	if !strings.HasPrefix(s[i:], " : ") {
+	if c.from, c.fromAt, c.fromEnd, i, ok = rankAfter(s, i, " : "); !ok {
 		return false
 	}
-	c.fromAt = i + len(" : ")
-	if c.from, c.fromEnd, ok = numberAt(s, c.fromAt); !ok {
+	if c.to, c.toAt, c.toEnd, i, ok = rankAfter(s, i, " -> "); !ok {
 		return false
 	}
-	i = busIDEnd(s, c.fromEnd)
-	if !strings.HasPrefix(s[i:], " -> ") {
-		return false
-	}
-	c.toAt = i + len(" -> ")
-	if c.to, c.toEnd, ok = numberAt(s, c.toAt); !ok {
-		return false
-	}
-	i = busIDEnd(s, c.toEnd)
 	c.recv = false
 	if i+1 < len(s) && s[i+1] == '[' {
 		switch rest := s[i:]; {
@@ -110,6 +100,19 @@ func (c *connectionText) read(s string) bool {
 	// Both tests need a '[', which a transport seldom holds: found first, by the cheaper search.
 	c.recv = c.recv || strings.IndexByte(rest, '[') >= 0 && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
 	return true
+}
+
+// rankAfter reads sep, a rank and its optional bus id at s[i:]: the rank, where its digits lie,
+// and where the bus id ends.
+func rankAfter(s string, i int, sep string) (rank, at, end, next int, ok bool) {
+	if !strings.HasPrefix(s[i:], sep) {
+		return 0, 0, 0, 0, false
+	}
+	at = i + len(sep)
+	if rank, end, ok = numberAt(s, at); !ok {
+		return 0, 0, 0, 0, false
+	}
+	return rank, at, end, busIDEnd(s, end), true
 }
 
 // numberAt reads the digits at s[i:] as atoi does: the number and where it ends, ok false when

@@ -98,6 +98,9 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 		br.skipping, br.skipped, pos = false, 0, head+i+1
 		break
 	}
+	// The lines are indexed in a local copy of b's slices, given back once: appending to b's
+	// own put a write barrier on each of a block's thousand lines while the collector ran.
+	found := blockLines{starts: b.starts, ends: b.ends, cuts: b.cuts}
 	for {
 		i := bytes.IndexByte(data[pos:], '\n')
 		if i < 0 {
@@ -107,9 +110,10 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 		if end > pos && data[end-1] == '\r' {
 			end--
 		}
-		br.add(b, pos, end, 0)
+		br.add(&found, pos, end, 0)
 		pos += i + 1
 	}
+	b.starts, b.ends, b.cuts = found.starts, found.ends, found.cuts
 	tail := data[pos:]
 	switch {
 	case br.done && err == nil && len(tail) > 0: // the last line, without an end

@@ -11,7 +11,10 @@ import (
 // parse applies the records in the log's order. A fixed number of batches circulate, reused
 // once applied, each with its buffer: memory stays flat in the log's size, and the garbage
 // collector sees little more than the lines read from copies of their own.
-const maxPlaced = 64 // bounds a batch's cache of transports (a log names a handful)
+const (
+	maxPlaced = 64  // bounds a batch's cache of transports (a log names a handful)
+	maxSaid   = 512 // bounds its caches of messages (reading.said, reading.classed)
+)
 
 // batchBytes is the size of the block a batch reads (a variable: tests move the boundaries).
 var batchBytes = 128 << 10
@@ -35,8 +38,12 @@ func newBatch() *batch {
 func (b *batch) reset() {
 	b.text, b.recs, b.conns, b.err = "", b.recs[:0], b.conns[:0], nil
 	b.rd.hits = b.rd.hits[:0]
-	clear(b.rd.said)
-	clear(b.rd.classed)
+	if len(b.rd.said) > maxSaid {
+		clear(b.rd.said)
+	}
+	if len(b.rd.classed) > maxSaid {
+		clear(b.rd.classed)
+	}
 	if len(b.rd.placed) > maxPlaced {
 		clear(b.rd.placed)
 	}
@@ -117,7 +124,7 @@ func (b *batch) read() {
 	// line after "Last error:"), as the buffer is read into again. Every other line, a
 	// connection in any other form among them, is read from its own copy, so that what the
 	// parse keeps of it (a host, a warning, a communicator's id) holds that line alone, and no
-	// cache of the batch (reading.said) holds a view.
+	// cache of a worker's (reading.said) holds a view of the buffer.
 	if batchText != nil {
 		batchText(b.text)
 	}

@@ -68,12 +68,13 @@ func TestReadErrorIsReturnedNotAHalfLog(t *testing.T) {
 	}
 }
 
-// TestReusedBatchForgetsWhatItsMessagesSaid: a batch caches what each message matched, as slices
-// of its hits, which a reused batch overwrites; a cache kept across the reuse would answer a
-// repeated message with another message's match. Every batch object's first block caches
-// "NCCL_PROTO … LL" at the first hit; after reuse, "… Simple" takes that place before "… LL" comes
-// again, so the log's last word on NCCL_PROTO is LL only if the reuse forgot the cache.
-func TestReusedBatchForgetsWhatItsMessagesSaid(t *testing.T) {
+// TestMessageCacheOutlivesItsBatch: a batch's reading caches what each message matched, and
+// the cache outlives the batch; the batch's own hits are overwritten when it is reused, so a
+// cache that kept views of them would answer a repeated message with another message's match.
+// Every batch object's first block caches "NCCL_PROTO … LL" at the first hit; after reuse,
+// "… Simple" takes that place before "… LL" comes again, so the log's last word on NCCL_PROTO
+// is LL only if the cache holds hits of its own.
+func TestMessageCacheOutlivesItsBatch(t *testing.T) {
 	const ll = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to LL\n"
 	const simple = "ip-10-0-0-1:12:12 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
 	const filler = "application output\n"
@@ -98,7 +99,7 @@ func TestReusedBatchForgetsWhatItsMessagesSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := l.Env["NCCL_PROTO"]; got != "LL" {
-		t.Fatalf("NCCL_PROTO = %q after a log whose every batch ends it with LL; a reused batch answered from a stale cache", got)
+		t.Fatalf("NCCL_PROTO = %q after a log whose every batch ends it with LL; a reused batch's cache answered with overwritten hits", got)
 	}
 }
 

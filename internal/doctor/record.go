@@ -128,10 +128,14 @@ type reading struct {
 	placed map[string]*placed
 	// recentPlaced are the transports placed last, the latest first.
 	recentPlaced [8]*placed
-	// said is what each message of the batch matched, by its text: every rank prints the same
-	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once.
+	// said is what each message matched, by its text: every rank prints the same
+	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once. It
+	// outlives its batch (batch.reset empties it past maxSaid messages): its keys and hits are
+	// views of lines read from their own copies, never of a block's buffer, and its hits its
+	// own copy (rd.hits is read into again).
 	said map[string]readMessageResult
-	// classed is the failure class of each WARN message of the batch (every rank prints the same).
+	// classed is the failure class of each WARN message (every rank prints the same), kept as
+	// said is.
 	classed map[string]string
 }
 
@@ -403,7 +407,7 @@ func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 	}
 	hits := rd.hits[start:len(rd.hits):len(rd.hits)]
 	if !unique {
-		rd.said[msg] = readMessageResult{hits, holds}
+		rd.said[msg] = readMessageResult{slices.Clone(hits), holds}
 	}
 	return hits, holds
 }

@@ -296,12 +296,14 @@ func (rd *reading) read(r *record, marks marks) {
 	}
 	r.hits = rd.hits[start:len(rd.hits):len(rd.hits)]
 	text := r.line
+	messageRead := false // readMessage found the literals text holds (r.msgHolds)
 	if r.nccl {
 		text = r.msg
 		// The hot path: a message that starts "Channel " is a connection or a ring's order,
 		// and nothing else is read of it.
 		if !strings.HasPrefix(r.msg, "Channel ") {
 			r.msgHits, r.msgHolds = rd.readMessage(r.msg)
+			messageRead = true
 		}
 		if r.level == "WARN" {
 			r.warnKey = hexNumber.ReplaceAllString(strings.TrimSpace(r.msg), "0x…")
@@ -320,6 +322,11 @@ func (rd *reading) read(r *record, marks marks) {
 			r.ring, r.ringChannel, r.rings = true, ch, n
 			return
 		}
+	}
+	// Every connection holds " via ", which readMessage's pass already looked for: the other
+	// messages (communicators', announcements) are spared channelOf's own search.
+	if messageRead && !r.mentions(wordVia) {
+		return
 	}
 	if ch, from, to, via, ok := channelOf(text); ok {
 		rd.connection(r, strings.Contains(text, " [receive] via "), ch, from, to, via)
@@ -432,6 +439,7 @@ var (
 	wordMNNVL       = messageWord("MNNVL")
 	wordNVLS        = messageWord("NVLS")
 	wordNVLinkSHARP = messageWord("NVLink SHARP")
+	wordVia         = messageWord(" via ") // what channelOf's holdsSpaced(s, "via ") looks for
 )
 
 // placeTransport is one connection's transport, one row whatever NIC carried it, and where

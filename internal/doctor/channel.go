@@ -75,10 +75,18 @@ func (c *connectionText) read(s string) bool {
 			return false
 		}
 	}
-	if c.from, c.fromAt, c.fromEnd, i, ok = rankAfter(s, i, " : "); !ok {
+	// The separators are compared as constants, a load or two each; one passed to a function
+	// as a string was a call to compare three bytes.
+	if len(s)-i < len(" : ") || s[i:i+len(" : ")] != " : " {
 		return false
 	}
-	if c.to, c.toAt, c.toEnd, i, ok = rankAfter(s, i, " -> "); !ok {
+	if c.from, c.fromAt, c.fromEnd, i, ok = rankAt(s, i+len(" : ")); !ok {
+		return false
+	}
+	if len(s)-i < len(" -> ") || s[i:i+len(" -> ")] != " -> " {
+		return false
+	}
+	if c.to, c.toAt, c.toEnd, i, ok = rankAt(s, i+len(" -> ")); !ok {
 		return false
 	}
 	c.recv = false
@@ -90,7 +98,7 @@ func (c *connectionText) read(s string) bool {
 			i, c.recv = i+len(" [receive]"), true
 		}
 	}
-	if !strings.HasPrefix(s[i:], " via ") || i+len(" via ") == len(s) {
+	if len(s)-i <= len(" via ") || s[i:i+len(" via ")] != " via " {
 		return false
 	}
 	rest := s[i+len(" via "):]
@@ -102,13 +110,9 @@ func (c *connectionText) read(s string) bool {
 	return true
 }
 
-// rankAfter reads sep, a rank and its optional bus id at s[i:]: the rank, where its digits lie,
-// and where the bus id ends.
-func rankAfter(s string, i int, sep string) (rank, at, end, next int, ok bool) {
-	if !strings.HasPrefix(s[i:], sep) {
-		return 0, 0, 0, 0, false
-	}
-	at = i + len(sep)
+// rankAt reads a rank and its optional bus id at s[at:]: the rank, where its digits lie, and
+// where the bus id ends.
+func rankAt(s string, at int) (rank, _, end, next int, ok bool) {
 	if rank, end, ok = numberAt(s, at); !ok {
 		return 0, 0, 0, 0, false
 	}

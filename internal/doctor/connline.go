@@ -28,7 +28,10 @@ func (rd *reading) plainConnectionOf(line string, plain bool, c *plainConnection
 	// search for the marker's leading one the costliest step. An earlier "NCCL " is another
 	// record, which readLine reads.
 	j := strings.Index(line, "NCCL ")
-	if j < 1 || line[j-1] != ' ' || !strings.HasPrefix(line[j:], connectionMarker[1:]) {
+	// The marker's words are compared as two constants (the compiler compares up to sixteen
+	// bytes in loads; a longer or computed one is a call).
+	if j < 1 || line[j-1] != ' ' || len(line)-j < len(connectionMarker)-1 ||
+		line[j+len("NCCL "):j+len("NCCL INFO ")] != "INFO " || line[j+len("NCCL INFO "):j+len(connectionMarker)-1] != "Channel " {
 		return false
 	}
 	k := j - 1
@@ -57,7 +60,7 @@ func (rd *reading) plainConnectionOf(line string, plain bool, c *plainConnection
 // holdsNCCL is strings.Contains(s, "NCCL ") for the short rest of a connection line, which
 // mostly holds no 'N' at all: found from its 'N's, in two thirds of the general search's time.
 func holdsNCCL(s string) bool {
-	return byteWhere(s, 'N', func(i int) bool { return strings.HasPrefix(s[i:], "NCCL ") })
+	return byteWhere(s, 'N', func(i int) bool { return len(s)-i >= len("NCCL ") && s[i:i+len("NCCL ")] == "NCCL " })
 }
 
 // readConnectionLine reads line as readLine would when it is the plainest connection line

@@ -60,6 +60,10 @@ type connectionText struct {
 	toAt, toEnd       int
 	via               string
 	recv              bool
+	// viaAt is where the transport starts; viaHoldsN says whether it holds an 'N' (where an
+	// "NCCL " of a second record would start: nothing before the transport holds one).
+	viaAt     int
+	viaHoldsN bool
 }
 
 // read parses the connection at the start of s (channelAfter's grammar), its numbers read as
@@ -101,13 +105,42 @@ func (c *connectionText) read(s string) bool {
 	if len(s)-i <= len(" via ") || s[i:i+len(" via ")] != " via " {
 		return false
 	}
-	rest := s[i+len(" via "):]
+	c.viaAt = i + len(" via ")
+	rest := s[c.viaAt:]
 	if c.via = trimSpaceRight(rest); c.via == "" {
 		c.via = rest[:1] // ".+?" takes one character at least
 	}
-	// Both tests need a '[', which a transport seldom holds: found first, by the cheaper search.
-	c.recv = c.recv || strings.IndexByte(rest, '[') >= 0 && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
+	// Both tests need a '[', which a transport seldom holds: found first, with the transport's
+	// 'N's, in one pass.
+	var bracket bool
+	bracket, c.viaHoldsN = holdsBracketAndN(rest)
+	c.recv = c.recv || bracket && (strings.Contains(rest, " [receive] via ") || strings.HasPrefix(rest, "[receive] via "))
 	return true
+}
+
+// holdsBracketAndN says whether s holds a '[' and whether it holds an 'N': eight bytes at a
+// time (a byte is one where x^b is zero), as a transport is a few words and two searches cost
+// a call each.
+func holdsBracketAndN(s string) (bracket, n bool) {
+	const ones, highs, brackets, ns = 0x0101010101010101, 0x8080808080808080, 0x5b5b5b5b5b5b5b5b, 0x4e4e4e4e4e4e4e4e
+	var b, m uint64
+	for len(s) >= 8 {
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		s = s[8:]
+		// A zero byte of y sets its high bit in (y-ones)&^y; a false bit appears only above a
+		// true one, so a word's answer is exact.
+		y := x ^ brackets
+		b |= (y - ones) &^ y
+		z := x ^ ns
+		m |= (z - ones) &^ z
+	}
+	bracket, n = b&highs != 0, m&highs != 0
+	for i := 0; i < len(s); i++ {
+		bracket = bracket || s[i] == '['
+		n = n || s[i] == 'N'
+	}
+	return bracket, n
 }
 
 // rankAt reads a rank and its optional bus id at s[at:]: the rank, where its digits lie, and

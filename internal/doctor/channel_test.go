@@ -186,3 +186,18 @@ func TestPlaceAnswersEveryTransport(t *testing.T) {
 		t.Fatalf("RCCL's size: %d, want 8", p.commRanks)
 	}
 }
+
+// FuzzHoldsBracketAndNIsItsDefinition holds the eight-bytes-at-a-time test to the two searches
+// it stands for.
+func FuzzHoldsBracketAndNIsItsDefinition(f *testing.F) {
+	for _, s := range []string{"", "N", "[", "P2P/CUMEM/read", "NET/Libfabric/0/GDRDMA", "SHM [receive] via x",
+		"\x00\x80[\xffN\x01", "0123456[", "01234567N", "\x5a\x5b\x4d\x4e\x4f\x5c\xdb\xce"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		bracket, n := holdsBracketAndN(s)
+		if bracket != strings.Contains(s, "[") || n != strings.Contains(s, "N") {
+			t.Fatalf("%q: holdsBracketAndN %v %v", s, bracket, n)
+		}
+	})
+}

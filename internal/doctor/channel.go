@@ -1,6 +1,10 @@
 package doctor
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+	"unsafe"
+)
 
 // parseChannel reads what channelRe matches, by hand: a connection line is most of a log, and
 // the expression's backtracking was the largest cost left after the prefix. It returns the
@@ -120,27 +124,34 @@ func (c *connectionText) read(s string) bool {
 
 // holdsBracketAndN says whether s holds a '[' and whether it holds an 'N': eight bytes at a
 // time (a byte is one where x^b is zero), as a transport is a few words and two searches cost
-// a call each.
+// a call each. The last eight bytes are read as one word, overlapping the word before (a byte
+// read twice changes no answer); a shorter s is one word padded with zeros, which are neither.
 func holdsBracketAndN(s string) (bracket, n bool) {
 	const ones, highs, brackets, ns = 0x0101010101010101, 0x8080808080808080, 0x5b5b5b5b5b5b5b5b, 0x4e4e4e4e4e4e4e4e
 	var b, m uint64
-	for len(s) >= 8 {
-		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		s = s[8:]
-		// A zero byte of y sets its high bit in (y-ones)&^y; a false bit appears only above a
-		// true one, so a word's answer is exact.
-		y := x ^ brackets
+	// A zero byte of y sets its high bit in (y-ones)&^y; a false bit appears only above a true
+	// one, so a word's answer is exact.
+	if len(s) < 8 {
+		var x uint64
+		for i := 0; i < len(s); i++ {
+			x |= uint64(s[i]) << (8 * i)
+		}
+		y, z := x^brackets, x^ns
+		b, m = (y-ones)&^y, (z-ones)&^z
+		return b&highs != 0, m&highs != 0
+	}
+	for i := 0; ; i += 8 {
+		if i > len(s)-8 {
+			i = len(s) - 8
+		}
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		y, z := x^brackets, x^ns
 		b |= (y - ones) &^ y
-		z := x ^ ns
 		m |= (z - ones) &^ z
+		if i == len(s)-8 {
+			return b&highs != 0, m&highs != 0
+		}
 	}
-	bracket, n = b&highs != 0, m&highs != 0
-	for i := 0; i < len(s); i++ {
-		bracket = bracket || s[i] == '['
-		n = n || s[i] == 'N'
-	}
-	return bracket, n
 }
 
 // rankAt reads a rank and its optional bus id at s[at:]: the rank, where its digits lie, and

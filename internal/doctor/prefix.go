@@ -8,8 +8,16 @@ import "strings"
 // no '['), and returns where the host starts, or ok false. FuzzPrefixMatchesRegexp holds it to
 // ncclPrefix.
 func processPrefix(s string) (start int, host, pid, tid string, ok bool) {
-	// "[dev]": the last '[' (a location holds none), digits, ']'.
-	o := strings.LastIndexByte(s, '[')
+	// "[dev]": the last '[' (a location holds none), digits, ']'. Most prefixes end with it,
+	// so that the last '[' is the one before the digits that end s: read back from the end,
+	// where a search from the end would test every byte through a call.
+	o := len(s) - 2
+	for o >= 0 && s[o] >= '0' && s[o] <= '9' {
+		o--
+	}
+	if o < 0 || s[len(s)-1] != ']' || s[o] != '[' {
+		o = strings.LastIndexByte(s, '[')
+	}
 	if o < 1 || s[o-1] != ' ' {
 		return 0, "", "", "", false
 	}

@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"io"
+	"strings"
 	"unsafe"
 )
 
@@ -26,24 +27,32 @@ type blockReader struct {
 	done      bool
 }
 
-// blockLines is one block's lines: line i is text[starts[i]:ends[i]], without its end (\n or
-// \r\n), and cuts[i] bytes of it were not kept. text views buf.
+// blockLines is one block's lines, found by whoever reads them (lineAt): the reader only
+// finds where the block's last whole line ends, so that the block's lines are split where they
+// are read, by every core, not by the one reading the file. A line over maxLine bytes is cut
+// to its first maxLine bytes. The block may start with a lead line, text[:leadEnd], leadCut
+// bytes of which were not kept: the start of a line longer than a block, whose end this block
+// holds (text[leadEnd:from] is the rest of it, dropped). The lines after it start at from;
+// text ends with the last one's end, or with the log's last line, which has none. text views
+// buf.
 type blockLines struct {
-	text         string
-	starts, ends []int
-	cuts         []int64
-	buf          []byte
+	text    string
+	leadEnd int // a lead line's end (0: none)
+	leadCut int64
+	from    int // where the block's other lines start
+	maxLine int
+	buf     []byte
 }
 
 func newBlockReader(r io.Reader, blockSize, maxLine int) *blockReader {
 	return &blockReader{r: r, blockSize: blockSize, maxLine: maxLine}
 }
 
-// read reads the next block's lines into b, reusing b's index slices. It says end once the log
+// read reads the next block into b, reusing b's buffer. It says end once the log
 // is read (b holds its last lines, if any), and returns the read error that ended it, not
 // io.EOF: the lines before the error are in b, the line the error cut is not.
 func (br *blockReader) read(b *blockLines) (end bool, err error) {
-	b.text, b.starts, b.ends, b.cuts = "", b.starts[:0], b.ends[:0], b.cuts[:0]
+	b.text, b.leadEnd, b.leadCut, b.from, b.maxLine = "", 0, 0, 0, br.maxLine
 	if br.done {
 		return true, nil
 	}
@@ -85,39 +94,30 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 				continue // the long line goes on: read on into the same space
 			}
 			if err == nil { // the log ends inside the long line, which has no end to drop
-				br.add(b, 0, head, br.skipped)
+				b.leadEnd, b.leadCut = head, br.skipped
 			}
 			br.set(b, data)
+			b.from = len(b.text)
 			return true, err
 		}
 		cut := br.skipped + int64(i)
 		if i > 0 && data[head+i-1] == '\r' || i == 0 && br.skippedCR {
 			cut--
 		}
-		br.add(b, 0, head, cut)
+		b.leadEnd, b.leadCut = head, cut
 		br.skipping, br.skipped, pos = false, 0, head+i+1
 		break
 	}
-	// The lines are indexed in a local copy of b's slices, given back once: appending to b's
-	// own put a write barrier on each of a block's thousand lines while the collector ran.
-	found := blockLines{starts: b.starts, ends: b.ends, cuts: b.cuts}
-	for {
-		i := bytes.IndexByte(data[pos:], '\n')
-		if i < 0 {
-			break
-		}
-		end := pos + i
-		if end > pos && data[end-1] == '\r' {
-			end--
-		}
-		br.add(&found, pos, end, 0)
+	b.from = pos
+	// The block's lines end at its last '\n'; what follows it is the start of the next block's
+	// first line, carried.
+	if i := bytes.LastIndexByte(data[pos:], '\n'); i >= 0 {
 		pos += i + 1
 	}
-	b.starts, b.ends, b.cuts = found.starts, found.ends, found.cuts
 	tail := data[pos:]
 	switch {
 	case br.done && err == nil && len(tail) > 0: // the last line, without an end
-		br.add(b, pos, len(data), 0)
+		pos = len(data)
 		br.carry = nil
 	case br.done:
 		br.carry = nil // a read error drops the line it cut
@@ -127,21 +127,34 @@ func (br *blockReader) read(b *blockLines) (end bool, err error) {
 	default:
 		br.carry = append(br.carry[:0:0], tail...)
 	}
-	br.set(b, data)
+	br.set(b, data[:pos])
 	return br.done, err
 }
 
 // reusing, when set (by a test), is told of a buffer about to be read into again.
 var reusing func()
 
-// add adds the line data[start:end], of which cut bytes were already dropped, cutting it to
-// maxLine.
-func (br *blockReader) add(b *blockLines, start, end int, cut int64) {
-	if end-start > br.maxLine {
-		cut += int64(end - start - br.maxLine)
-		end = start + br.maxLine
+// lineAt is the line of the block that starts at text[p:] (p at or after from): where it
+// ends, where the next starts, and the bytes cut from it (it is cut to maxLine); ok false past
+// the last. A line ends before its "\n" or "\r\n"; the log's last line, at the end of text,
+// may have neither.
+func (b *blockLines) lineAt(p int) (end, next int, cut int64, ok bool) {
+	if p >= len(b.text) {
+		return 0, 0, 0, false
 	}
-	b.starts, b.ends, b.cuts = append(b.starts, start), append(b.ends, end), append(b.cuts, cut)
+	i := strings.IndexByte(b.text[p:], '\n')
+	if i < 0 {
+		end, next = len(b.text), len(b.text)
+	} else {
+		end, next = p+i, p+i+1
+		if end > p && b.text[end-1] == '\r' {
+			end--
+		}
+	}
+	if end-p > b.maxLine {
+		cut, end = int64(end-p-b.maxLine), p+b.maxLine
+	}
+	return end, next, cut, true
 }
 
 // set makes data b's text. data is a buffer of this block alone, never written again.

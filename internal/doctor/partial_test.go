@@ -85,9 +85,16 @@ func readLines(r io.Reader, blockSize, maxLine int) ([]string, []int64, error) {
 	for {
 		var b blockLines
 		end, err := br.read(&b)
-		for i, start := range b.starts {
-			lines = append(lines, b.text[start:b.ends[i]])
-			cuts = append(cuts, b.cuts[i])
+		if b.leadEnd > 0 {
+			lines, cuts = append(lines, b.text[:b.leadEnd]), append(cuts, b.leadCut)
+		}
+		for start := b.from; ; {
+			end, next, cut, ok := b.lineAt(start)
+			if !ok {
+				break
+			}
+			lines, cuts = append(lines, b.text[start:end]), append(cuts, cut)
+			start = next
 		}
 		if end || err != nil {
 			return lines, cuts, err

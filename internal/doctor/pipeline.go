@@ -129,21 +129,35 @@ func (b *batch) read() {
 		batchText(b.text)
 	}
 	plain := plainText(b.text) // a line of a plain block needs no scan of its own
-	var c plainConnection
-	for i, start := range b.starts {
-		line := b.text[start:b.ends[i]]
-		if b.rd.plainConnectionOf(line, plain, &c) {
-			if b.cuts[i] == 0 && compactConnections {
-				if small, ok := c.compact(start, len(line), len(b.recs)); ok {
-					b.conns = append(b.conns, small)
-					continue
-				}
-			}
-			b.recs = append(b.recs, c.record(line, b.cuts[i]))
-			continue
-		}
-		b.recs = b.rd.readLine(strings.Clone(line), b.cuts[i], plain, b.recs)
+	var c plainConnection // on the stack: its strings are written for every line
+	if b.leadEnd > 0 {
+		b.readLine(0, b.leadEnd, b.leadCut, plain, &c)
 	}
+	for start := b.from; ; {
+		end, next, cut, ok := b.lineAt(start)
+		if !ok {
+			return
+		}
+		b.readLine(start, end, cut, plain, &c)
+		start = next
+	}
+}
+
+// readLine reads the line text[start:end], cut bytes of which were not kept, into the batch's
+// records; c is where a plain connection line is read.
+func (b *batch) readLine(start, end int, cut int64, plain bool, c *plainConnection) {
+	line := b.text[start:end]
+	if b.rd.plainConnectionOf(line, plain, c) {
+		if cut == 0 && compactConnections {
+			if small, ok := c.compact(start, len(line), len(b.recs)); ok {
+				b.conns = append(b.conns, small)
+				return
+			}
+		}
+		b.recs = append(b.recs, c.record(line, cut))
+		return
+	}
+	b.recs = b.rd.readLine(strings.Clone(line), cut, plain, b.recs)
 }
 
 // compactConnections says whether plain connection lines are read into connRecs (a test

@@ -8,8 +8,8 @@ import (
 // literalSet finds, in one pass over a text, which of a fixed set of literal strings it holds:
 // the message expressions' gates and keys, which were one substring search each (a message is
 // read against dozens). Every position's first two bytes pick the literals that can start
-// there from a small table; only those are compared. The answer is exactly strings.Contains's
-// for each literal (FuzzLiteralSetIsContains).
+// there from a small table, and its third byte must be one of theirs; only those are compared.
+// The answer is exactly strings.Contains's for each literal (FuzzLiteralSetIsContains).
 type literalSet struct {
 	literals []string
 	// starting holds, per hash of two bytes, the literals whose first two bytes hash there.
@@ -17,6 +17,10 @@ type literalSet struct {
 	// maybe marks the hashes starting holds any literal at: a byte each, so that a position
 	// where no literal starts (almost every one) costs one small load.
 	maybe [1 << 12]bool
+	// thirds holds, per hash of two bytes, the third bytes of the literals starting there, a
+	// bit each (every bit for a literal of two bytes): a word's first two letters are common
+	// ("comm" against "coll channels"), and a compare costs a call.
+	thirds [1 << 12][4]uint64
 	// short are the literals of one byte, looked for with IndexByte.
 	short literalBits
 }
@@ -56,6 +60,11 @@ func (s *literalSet) id(literal string) int {
 		h := pairHash(literal[0], literal[1])
 		s.starting[h].add(i)
 		s.maybe[h] = true
+		if len(literal) == 2 {
+			s.thirds[h] = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+		} else {
+			s.thirds[h][literal[2]/64] |= 1 << (literal[2] % 64)
+		}
 	}
 	return i
 }
@@ -70,7 +79,10 @@ func (s *literalSet) in(text string) literalBits {
 			cur := text[i]
 			h := pairHash(prev, cur)
 			prev = cur
-			if !s.maybe[h] {
+			// A third byte not of the literals starting here (or none: the text ends) rules
+			// them all out. A literal of two bytes set every bit; at the text's end it is
+			// compared.
+			if !s.maybe[h] || i+1 < len(text) && s.thirds[h][text[i+1]/64]&(1<<(text[i+1]%64)) == 0 {
 				continue
 			}
 			for w, word := range s.starting[h] {

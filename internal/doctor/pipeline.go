@@ -129,7 +129,7 @@ func (b *batch) read() {
 		batchText(b.text)
 	}
 	plain := plainText(b.text) // a line of a plain block needs no scan of its own
-	var c plainConnection // on the stack: its strings are written for every line
+	var c plainConnection      // on the stack: its strings are written for every line
 	if b.leadEnd > 0 {
 		b.readLine(0, b.leadEnd, b.leadCut, plain, &c)
 	}

@@ -189,12 +189,13 @@ func byGate(exprs []*keyedRe) []gateGroup {
 // error|failure, or " not yet initialized" (whose letters fold only to ASCII; "system"'s s
 // also folds to U+017F, so the test starts after it). Every message is asked: the spaces are
 // found eight bytes at a time (a byte is a space where x^0x20 is zero), and the words around a
-// space compared only where the byte before it is an 'a' or the one after an 'n'.
+// space compared only where the byte before it is an 'a' or the two after it "no" (a
+// communicator's line has four words starting with 'n').
 func mayBeCUDAError(s string) bool {
 	const ones, highs, spaces = 0x0101010101010101, 0x8080808080808080, 0x2020202020202020
 	at := func(i int) bool {
 		return i >= 4 && s[i-1]|0x20 == 'a' && asciiFoldEqual(s[i-4:i], "cuda") ||
-			i+1 < len(s) && s[i+1]|0x20 == 'n' && asciiFoldHasPrefix(s[i:], " not yet initialized")
+			i+2 < len(s) && s[i+1]|0x20 == 'n' && s[i+2]|0x20 == 'o' && asciiFoldHasPrefix(s[i:], " not yet initialized")
 	}
 	i := 0
 	for ; i+8 <= len(s); i += 8 {

@@ -144,7 +144,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 				return
 			}
 			whole := general.readLine(line, 0, plain, nil)
-			if got := small.record(before + line); !reflect.DeepEqual(got, whole[0]) || small.before != 3 {
+			if got := small.record(before+line, fast.placedList[small.via]); !reflect.DeepEqual(got, whole[0]) || small.before != 3 {
 				t.Fatalf("%q (plain %v):\nits small record %+v (after %d)\nreadLine         %+v", line, plain, got, small.before, whole)
 			}
 			if got, want := small.threadKey(before+line), threadKey(procKey{whole[0].host, whole[0].pid, whole[0].tid}); got != want {

@@ -85,8 +85,10 @@ func (c *plainConnection) record(line string, cut int64) record {
 }
 
 // connRec is a plain connection line's record in a tenth of a record's size: its strings as
-// places in its batch's text, its transport as placed. Nine lines in ten are one, and a record
-// written by one core and read by another cost more in moving it than in reading the line.
+// places in its batch's text, its transport as its place in its batch's reading.placedList.
+// Nine lines in ten are one, and a record written by one core and read by another cost more in
+// moving it than in reading the line. It holds no pointer: written without the collector's
+// barriers, and its slice never scanned.
 type connRec struct {
 	before            int32  // how many of the batch's records (batch.recs) come before it
 	at, end           uint32 // the line, text[at:end]
@@ -97,22 +99,22 @@ type connRec struct {
 	channel, from, to int32
 	printer           int32
 	commRanks         int32
-	via               *placed
+	via               uint16 // its transport's index in reading.placedList
 }
 
 // compact is c, of the line text[at:at+n] and after before records of its batch, as a
 // connRec; false when a field is too large for one (a prefix longer than any log's, ranks past
-// 2^31), and the record is kept whole.
+// 2^31, a batch placing 2^16 transports), and the record is kept whole.
 func (c *plainConnection) compact(at, n, before int) (connRec, bool) {
 	// One test per width: an OR of non-negative numbers passes 2^k-1 exactly when one of them does.
-	if c.host|c.msg > math.MaxUint16 || len(c.hostName)|len(c.pid)|len(c.tid) > math.MaxUint8 ||
+	if c.host|c.msg|c.via.id > math.MaxUint16 || len(c.hostName)|len(c.pid)|len(c.tid) > math.MaxUint8 ||
 		c.channel|c.from|c.to|c.printer|c.commRanks|before > math.MaxInt32 || uint64(at+n) > math.MaxUint32 {
 		return connRec{}, false
 	}
 	return connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),
 		hostLen: uint8(len(c.hostName)), pidLen: uint8(len(c.pid)), tidLen: uint8(len(c.tid)), slot: uint8(threadSlot(c.pid, c.tid)),
 		channel: int32(c.channel), from: int32(c.from), to: int32(c.to), printer: int32(c.printer), commRanks: int32(c.commRanks),
-		via: c.via}, true
+		via: uint16(c.via.id)}, true
 }
 
 // line is c's line in its batch's text.
@@ -132,11 +134,12 @@ func (c *connRec) threadKey(text string) string {
 	return text[h : h+int(c.hostLen)+1+int(c.pidLen)+1+int(c.tidLen)]
 }
 
-// record is c's whole record (what readConnectionLine reads), of its batch's text.
-func (c *connRec) record(text string) record {
+// record is c's whole record (what readConnectionLine reads), of its batch's text and its
+// transport (placedList[c.via]).
+func (c *connRec) record(text string, via *placed) record {
 	host, pid, tid := c.process(text)
 	whole := plainConnection{host: int(c.host), msg: int(c.msg), hostName: host, pid: pid, tid: tid,
 		connectionNumbers: connectionNumbers{channel: int(c.channel), from: int(c.from), to: int(c.to),
-			printer: int(c.printer), commRanks: int(c.commRanks), via: c.via}}
+			printer: int(c.printer), commRanks: int(c.commRanks), via: via}}
 	return whole.record(c.line(text), 0)
 }

@@ -428,7 +428,7 @@ func Parse(r io.Reader) (*Log, error) {
 	// communicator; nothing else in apply reads such a line. Any other (no communicator yet,
 	// the line after "Last error:") is applied whole. TestCompactConnectionsChangeNothing
 	// holds the two equal.
-	applyConn := func(c *connRec, text string) {
+	applyConn := func(c *connRec, text string, via *placed) {
 		host, pid, tid := c.process(text)
 		thread, proc := procKey{host, pid, tid}, procKey{host, pid, ""}
 		var comm *Comm
@@ -436,7 +436,7 @@ func Parse(r io.Reader) (*Log, error) {
 			comm = current.of(thread, proc, int(c.slot), c.threadKey(text))
 		}
 		if comm == nil {
-			rec := c.record(text)
+			rec := c.record(text, via)
 			apply(&rec)
 			return
 		}
@@ -445,7 +445,7 @@ func Parse(r io.Reader) (*Log, error) {
 		l.Failures.records.endChain(thread)
 		comm.Channels = max(comm.Channels, int(c.channel)+1)
 		comm.Ranks = max(comm.Ranks, int(c.commRanks))
-		comm.edge(host, int(c.printer), int(c.channel), int(c.from), int(c.to), c.via.where, c.via.name)
+		comm.edge(host, int(c.printer), int(c.channel), int(c.from), int(c.to), via.where, via.name)
 	}
 	err := eachRecord(r, apply, applyConn)
 	if err != nil {

@@ -45,14 +45,18 @@ func (b *batch) reset() {
 		clear(b.rd.classed)
 	}
 	if len(b.rd.placed) > maxPlaced {
+		// Forgotten together: a transport is placed again with a new index.
 		clear(b.rd.placed)
+		clear(b.rd.placedList)
+		b.rd.placedList = b.rd.placedList[:0]
+		b.rd.recentPlaced = [len(b.rd.recentPlaced)]*placed{}
 	}
 }
 
 // eachRecord reads r and calls apply with every record, in order, or applyConn with a plain
 // connection line's (of its batch's text). It returns the read error that stopped it, nil at
 // the end of the log.
-func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string)) error {
+func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string, *placed)) error {
 	workers := runtime.GOMAXPROCS(0)
 	inFlight := 3*workers + 1 // being read, waiting for a worker, read and waiting to be applied
 	free := make(chan *batch, inFlight)
@@ -101,7 +105,7 @@ func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, strin
 			for ; next < int(c.before); next++ {
 				apply(&b.recs[next])
 			}
-			applyConn(c, b.text)
+			applyConn(c, b.text, b.rd.placedList[c.via])
 		}
 		for ; next < len(b.recs); next++ {
 			apply(&b.recs[next])

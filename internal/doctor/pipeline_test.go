@@ -3,7 +3,9 @@ package doctor
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -119,7 +121,7 @@ h1:10:11 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by re
 h1:10:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC
 h1:10:11 [0] NCCL INFO misc/socket.cc:60 -> 6
 `
-	logs := map[string]string{"every fixture": everyFixture(t), "our own": own}
+	logs := map[string]string{"every fixture": everyFixture(t), "our own": own, "many transports": manyTransports()}
 	for _, f := range append(files, more...) {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -127,7 +129,8 @@ h1:10:11 [0] NCCL INFO misc/socket.cc:60 -> 6
 		}
 		logs[filepath.Base(f)] = string(data)
 	}
-	defer func() { compactConnections = true }()
+	defer func(size int) { compactConnections, batchBytes = true, size }(batchBytes)
+	batchBytes = 4 << 10 // batches reused many times over, a worker's transports forgotten between
 	parse := func(log string, compact bool) *Log {
 		compactConnections = compact
 		l, err := Parse(strings.NewReader(log))
@@ -146,4 +149,20 @@ h1:10:11 [0] NCCL INFO misc/socket.cc:60 -> 6
 	if lines < 1000 {
 		t.Fatalf("%d connection lines in the fixtures: too few to hold the two paths equal", lines)
 	}
+}
+
+// manyTransports is a log naming more transports than a worker keeps placed (maxPlaced), each
+// its own row (letters, not NIC numbers): they are forgotten between batches and placed again,
+// under new indexes, which a small record names its transport by.
+func manyTransports() string {
+	var b strings.Builder
+	b.WriteString("h1:10:11 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xc1 - Init START\n")
+	// The transports in no order (a fixed pseudo-random one), so that a batch names some of
+	// those its worker placed last before forgetting them.
+	order := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		k := order.IntN(80)
+		fmt.Fprintf(&b, "h1:10:11 [0] NCCL INFO Channel %02d/0 : 0[0] -> 1[1] via NET/Sock%c%c\n", i%64, 'a'+k/26, 'a'+k%26)
+	}
+	return b.String()
 }

@@ -126,6 +126,9 @@ func indexLiterals(groups []gateGroup) *literalSet {
 type reading struct {
 	hits   []hit
 	placed map[string]*placed
+	// placedList is every transport placed, in the order placed (placed.id): a connRec names
+	// its transport by its index.
+	placedList []*placed
 	// recentPlaced are the transports placed last, the latest first.
 	recentPlaced [8]*placed
 	// said is what each message matched, by its text: every rank prints the same
@@ -146,6 +149,7 @@ type reading struct {
 type placed struct {
 	via, name, where string
 	commRanks        int
+	id               int // its index in its reading's placedList
 }
 
 // classOf is classifyFailure of a WARN's message, once per batch.
@@ -379,7 +383,8 @@ func (rd *reading) place(via string) *placed {
 	if p == nil {
 		// Cloned: via may point into a batch's buffer, which is read again, and the
 		// transport is kept.
-		p = &placed{via: strings.Clone(via)}
+		p = &placed{via: strings.Clone(via), id: len(rd.placedList)}
+		rd.placedList = append(rd.placedList, p)
 		p.name, p.where = placeTransport(transportName(p.via))
 		if strings.IndexByte(via, ' ') >= 0 && strings.Contains(via, " nRanks ") { // most transports hold no space
 			if m := rcclRanksRe.FindStringSubmatch(via); m != nil {

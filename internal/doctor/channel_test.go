@@ -132,7 +132,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 			var c plainConnection
 			fast.plainConnectionOf(line, plain, &c)
 			const before = "other lines\n"
-			small, ok := c.compact(len(before), len(line), 3)
+			small, ok := c.compact(len(before), len(line), 3, threadSlot(c.pid, c.tid), 0)
 			if !ok {
 				// Only a field wider than a small record's is kept whole: a prefix past 64 KiB, a
 				// host, pid or tid past 255 bytes, a number past 2^31.

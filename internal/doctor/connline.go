@@ -100,21 +100,23 @@ type connRec struct {
 	printer           int32
 	commRanks         int32
 	via               uint16 // its transport's index in reading.placedList
+	thread            uint16 // its thread's index in batch.threads (noThread: none)
 }
 
-// compact is c, of the line text[at:at+n] and after before records of its batch, as a
-// connRec; false when a field is too large for one (a prefix longer than any log's, ranks past
-// 2^31, a batch placing 2^16 transports), and the record is kept whole.
-func (c *plainConnection) compact(at, n, before int) (connRec, bool) {
+// compact is c, of the line text[at:at+n] and after before records of its batch, its thread
+// at slot (threadSlot) and thread (in batch.threads), as a connRec; false when a field is too
+// large for one (a prefix longer than any log's, ranks past 2^31, a batch placing 2^16
+// transports), and the record is kept whole.
+func (c *plainConnection) compact(at, n, before, slot int, thread uint16) (connRec, bool) {
 	// One test per width: an OR of non-negative numbers passes 2^k-1 exactly when one of them does.
 	if c.host|c.msg|c.via.id > math.MaxUint16 || len(c.hostName)|len(c.pid)|len(c.tid) > math.MaxUint8 ||
 		c.channel|c.from|c.to|c.printer|c.commRanks|before > math.MaxInt32 || uint64(at+n) > math.MaxUint32 {
 		return connRec{}, false
 	}
 	return connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),
-		hostLen: uint8(len(c.hostName)), pidLen: uint8(len(c.pid)), tidLen: uint8(len(c.tid)), slot: uint8(threadSlot(c.pid, c.tid)),
+		hostLen: uint8(len(c.hostName)), pidLen: uint8(len(c.pid)), tidLen: uint8(len(c.tid)), slot: uint8(slot),
 		channel: int32(c.channel), from: int32(c.from), to: int32(c.to), printer: int32(c.printer), commRanks: int32(c.commRanks),
-		via: uint16(c.via.id)}, true
+		via: uint16(c.via.id), thread: thread}, true
 }
 
 // line is c's line in its batch's text.
@@ -132,6 +134,11 @@ func (c *connRec) process(text string) (host, pid, tid string) {
 func (c *connRec) threadKey(text string) string {
 	h := int(c.at) + int(c.host)
 	return text[h : h+int(c.hostLen)+1+int(c.pidLen)+1+int(c.tidLen)]
+}
+
+// threadKey is the "host:pid:tid" of c, read from line (the parse's threadKey of its process).
+func (c *plainConnection) threadKey(line string) string {
+	return line[c.host : c.host+len(c.hostName)+1+len(c.pid)+1+len(c.tid)]
 }
 
 // record is c's whole record (what readConnectionLine reads), of its batch's text and its

@@ -280,7 +280,7 @@ func Parse(r io.Reader) (*Log, error) {
 	// The communicator each thread (host:pid:tid) and, failing that, each process (host:pid) is
 	// initialising: NCCL initialises a communicator in one thread, so concurrent inits in one
 	// process (process groups created together) stay apart.
-	current := currentComms{byKey: map[procKey]*Comm{}}
+	current := currentComms{byKey: map[procKey]*Comm{}, gen: 1}
 	pending := map[procKey]*Comm{} // connections logged before any Init line of their thread
 	var pendingOrder []procKey     // their threads, in the order the log started them
 	inits := map[initKey]int{}     // communicators without commId seen per thread and size
@@ -428,12 +428,20 @@ func Parse(r io.Reader) (*Log, error) {
 	// communicator; nothing else in apply reads such a line. Any other (no communicator yet,
 	// the line after "Last error:") is applied whole. TestCompactConnectionsChangeNothing
 	// holds the two equal.
-	applyConn := func(c *connRec, text string, via *placed) {
+	applyConn := func(c *connRec, text string, via *placed, answer *threadAnswer) {
 		host, pid, tid := c.process(text)
 		thread, proc := procKey{host, pid, tid}, procKey{host, pid, ""}
 		var comm *Comm
 		if !l.Failures.lastErrorNext {
-			comm = current.of(thread, proc, int(c.slot), c.threadKey(text))
+			// The batch's earlier answer for the thread, while no set has changed any since.
+			if answer != nil && answer.gen == current.gen {
+				comm = answer.comm
+			} else {
+				comm = current.of(thread, proc, int(c.slot), c.threadKey(text))
+				if answer != nil {
+					answer.comm, answer.gen = comm, current.gen
+				}
+			}
 		}
 		if comm == nil {
 			rec := c.record(text, via)
@@ -493,7 +501,9 @@ func (k procKey) clone() procKey {
 // one slot would each push the other out at every line), and forgotten only when a set can
 // change them.
 type currentComms struct {
-	byKey  map[procKey]*Comm
+	byKey map[procKey]*Comm
+	// gen counts the sets (from 1): an answer given while it was the same still holds.
+	gen    uint64
 	recent [threadSlots][2]recentComm
 	// borrowing are the slots that held an answer taken from a process when it was kept (it
 	// may be gone since), listed once each (listed): a set looks at these, not every slot.
@@ -538,6 +548,7 @@ func (e *recentComm) is(thread procKey, key string) bool {
 // that process, and lives in a slot listed in borrowing. A job's ranks each set their own
 // (every thread that sets up a communicator logs its Init line): a set looks at a few slots.
 func (c *currentComms) set(thread, proc procKey, comm *Comm) {
+	c.gen++
 	c.byKey[thread], c.byKey[proc] = comm, comm
 	ways := &c.recent[threadSlot(thread.pid, thread.tid)]
 	for j := range ways {

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"io"
+	"math"
 	"runtime"
 	"strings"
 )
@@ -26,7 +27,47 @@ type batch struct {
 	recs  []record
 	conns []connRec // the plain connection lines' records, in the log's order among recs
 	rd    reading
-	done  chan struct{}
+	// threads are the threads of the batch's small records (their "host:pid:tid", views of
+	// text), found by threadAt: the index plus one of the thread at each place (0: none),
+	// placed from its threadSlot. answers are what the parse answered each (applyConn).
+	threads  []string
+	threadAt [2 * maxBatchThreads]uint16
+	answers  []threadAnswer
+	done     chan struct{}
+}
+
+// maxBatchThreads bounds the threads a batch numbers (half its table, so that a search ends);
+// a line of any other thread is a small record without one (noThread).
+const (
+	maxBatchThreads = 128
+	noThread        = math.MaxUint16
+)
+
+// threadAnswer is the communicator the parse found a thread's: the answer of currentComms
+// while its generation is gen (a batch's lines of one thread ask once, not each line).
+type threadAnswer struct {
+	comm *Comm
+	gen  uint64
+}
+
+// threadNo is the index of the thread whose threadKey is key among the batch's, slot its
+// threadSlot; added if new, noThread past maxBatchThreads.
+func (b *batch) threadNo(key string, slot int) uint16 {
+	mask := len(b.threadAt) - 1
+	for i := slot * 2 & mask; ; i = (i + 1) & mask {
+		n := b.threadAt[i]
+		if n == 0 {
+			if len(b.threads) == maxBatchThreads {
+				return noThread
+			}
+			b.threads = append(b.threads, key)
+			b.threadAt[i] = uint16(len(b.threads))
+			return uint16(len(b.threads) - 1)
+		}
+		if b.threads[n-1] == key {
+			return n - 1
+		}
+	}
 }
 
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
@@ -37,6 +78,8 @@ func newBatch() *batch {
 // reset readies an applied batch for the next lines.
 func (b *batch) reset() {
 	b.text, b.recs, b.conns, b.err = "", b.recs[:0], b.conns[:0], nil
+	clear(b.threads) // views of the text
+	b.threads, b.threadAt = b.threads[:0], [len(b.threadAt)]uint16{}
 	b.rd.hits = b.rd.hits[:0]
 	if len(b.rd.said) > maxSaid {
 		clear(b.rd.said)
@@ -56,7 +99,7 @@ func (b *batch) reset() {
 // eachRecord reads r and calls apply with every record, in order, or applyConn with a plain
 // connection line's (of its batch's text). It returns the read error that stopped it, nil at
 // the end of the log.
-func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string, *placed)) error {
+func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string, *placed, *threadAnswer)) error {
 	workers := runtime.GOMAXPROCS(0)
 	inFlight := 3*workers + 1 // being read, waiting for a worker, read and waiting to be applied
 	free := make(chan *batch, inFlight)
@@ -100,13 +143,19 @@ func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, strin
 	for b := range inOrder {
 		<-b.done
 		next := 0 // of b.recs
+		b.answers = append(b.answers[:0], make([]threadAnswer, len(b.threads))...)
 		for i := range b.conns {
 			c := &b.conns[i]
 			for ; next < int(c.before); next++ {
 				apply(&b.recs[next])
 			}
-			applyConn(c, b.text, b.rd.placedList[c.via])
+			var answer *threadAnswer
+			if c.thread != noThread {
+				answer = &b.answers[c.thread]
+			}
+			applyConn(c, b.text, b.rd.placedList[c.via], answer)
 		}
+		clear(b.answers) // communicators, kept by nothing else once applied
 		for ; next < len(b.recs); next++ {
 			apply(&b.recs[next])
 		}
@@ -153,7 +202,8 @@ func (b *batch) readLine(start, end int, cut int64, plain bool, c *plainConnecti
 	line := b.text[start:end]
 	if b.rd.plainConnectionOf(line, plain, c) {
 		if cut == 0 && compactConnections {
-			if small, ok := c.compact(start, len(line), len(b.recs)); ok {
+			slot := threadSlot(c.pid, c.tid)
+			if small, ok := c.compact(start, len(line), len(b.recs), slot, b.threadNo(c.threadKey(line), slot)); ok {
 				b.conns = append(b.conns, small)
 				return
 			}

@@ -121,7 +121,16 @@ h1:10:11 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by re
 h1:10:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC
 h1:10:11 [0] NCCL INFO misc/socket.cc:60 -> 6
 `
-	logs := map[string]string{"every fixture": everyFixture(t), "our own": own, "many transports": manyTransports()}
+	// A thread that sets up a second communicator: its connections after the second Init
+	// line are the second's, though a batch's earlier lines of the thread were the first's.
+	const twoComms = `h1:10:11 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xc1 - Init START
+h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+h1:10:11 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xc1 - Init COMPLETE
+h1:10:11 [0] NCCL INFO comm 0xb rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xc2 - Init START
+h1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM
+h1:10:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM
+`
+	logs := map[string]string{"every fixture": everyFixture(t), "our own": own, "many transports": manyTransports(), "two communicators of a thread": twoComms}
 	for _, f := range append(files, more...) {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -165,4 +174,32 @@ func manyTransports() string {
 		fmt.Fprintf(&b, "h1:10:11 [0] NCCL INFO Channel %02d/0 : 0[0] -> 1[1] via NET/Sock%c%c\n", i%64, 'a'+k/26, 'a'+k%26)
 	}
 	return b.String()
+}
+
+// TestThreadNoIsTheKeysIndex: a batch numbers its threads by their keys, the same number for
+// the same key whatever its slot's neighbours, a different one for every other key (here many
+// share a slot), and none past maxBatchThreads.
+func TestThreadNoIsTheKeysIndex(t *testing.T) {
+	b := newBatch()
+	for round := range 2 {
+		seen := map[string]uint16{}
+		for i := range 3 * maxBatchThreads {
+			key := fmt.Sprintf("h%d:%d:%d", i%maxBatchThreads%7, i%maxBatchThreads, 100+i%maxBatchThreads)
+			n := b.threadNo(key, i%maxBatchThreads%5)
+			if want, ok := seen[key]; ok && n != want {
+				t.Fatalf("round %d: %q numbered %d, then %d", round, key, want, n)
+			}
+			seen[key] = n
+			if n == noThread || int(n) >= len(b.threads) || b.threads[n] != key {
+				t.Fatalf("round %d: %q numbered %d, of %d threads", round, key, n, len(b.threads))
+			}
+		}
+		if len(seen) != maxBatchThreads {
+			t.Fatalf("round %d: %d keys numbered, want %d", round, len(seen), maxBatchThreads)
+		}
+		if n := b.threadNo("another:1:2", 3); n != noThread {
+			t.Fatalf("round %d: a thread past %d numbered %d", round, maxBatchThreads, n)
+		}
+		b.reset() // a reused batch numbers its threads afresh
+	}
 }

@@ -201,3 +201,55 @@ func commMNNVLAt(s string, i int) []string {
 	}
 	return nil
 }
+
+// exactInitLine reads msg when it is a communicator's Init line and nothing else: its fields
+// alone, one space apart ("comm 0x… rank N nranks N cudaDev N[ nvmlDev N][ busId x][ parent
+// 0x…][ commId 0x…] - Init START|COMPLETE"), as every rank prints two per communicator. It
+// returns commRe's submatches, nil for any other message (which readMessage reads whole).
+// What such a message holds of msgLiterals is fixed by its form (initLineLiterals), and commRe
+// is the one expression it matches (FuzzExactInitLineIsReadMessage).
+func exactInitLine(msg string) []string {
+	if !strings.HasPrefix(msg, "comm 0x") {
+		return nil
+	}
+	var m [9]string
+	var ok bool
+	p := len("comm ")
+	if m[1], p, ok = hexAt(msg, p); !ok {
+		return nil
+	}
+	if p, ok = labelledDigits(msg, p, m[2:5], " rank ", " nranks ", " cudaDev "); !ok {
+		return nil
+	}
+	if strings.HasPrefix(msg[p:], " nvmlDev ") {
+		d, q := digitsAt(msg, p+len(" nvmlDev "))
+		if d == "" {
+			return nil
+		}
+		p = q
+	}
+	if strings.HasPrefix(msg[p:], " busId ") {
+		if m[5], p = lowerHexAt(msg, p+len(" busId ")); m[5] == "" {
+			return nil
+		}
+	}
+	for k, label := range [2]string{" parent ", " commId "} {
+		if strings.HasPrefix(msg[p:], label) {
+			if m[6+k], p, ok = hexAt(msg, p+len(label)); !ok {
+				return nil
+			}
+		}
+	}
+	state, end := initStateAt(msg, p)
+	if state == "" || end != len(msg) {
+		return nil
+	}
+	m[0], m[8] = msg, state
+	return m[:]
+}
+
+// initLineLiterals is what every message exactInitLine reads holds of msgLiterals: found once
+// every literal is in the set (init runs after every package variable, messageWord's among them).
+var initLineLiterals literalBits
+
+func init() { initLineLiterals = msgLiterals.in("comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START") }

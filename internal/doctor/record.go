@@ -408,7 +408,20 @@ func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 		if r, ok := rd.said[msg]; ok {
 			return r.hits, r.holds
 		}
+	} else if m := exactInitLine(msg); m != nil {
+		// Two lines per rank and communicator, read by their form alone.
+		rd.hits = append(rd.hits, hit{commRe, m})
+		return rd.hits[len(rd.hits)-1 : len(rd.hits) : len(rd.hits)], initLineLiterals
 	}
+	hits, holds := rd.matchMessage(msg)
+	if !unique {
+		rd.said[msg] = readMessageResult{slices.Clone(hits), holds}
+	}
+	return hits, holds
+}
+
+// matchMessage is every expression msg matches and the literals it holds, found from them.
+func (rd *reading) matchMessage(msg string) ([]hit, literalBits) {
 	start := len(rd.hits)
 	holds := msgLiterals.in(msg)
 	for run := msgExprs.runs(holds, msg); run != 0; run &= run - 1 {
@@ -417,11 +430,7 @@ func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 			rd.hits = append(rd.hits, hit{k, m})
 		}
 	}
-	hits := rd.hits[start:len(rd.hits):len(rd.hits)]
-	if !unique {
-		rd.said[msg] = readMessageResult{slices.Clone(hits), holds}
-	}
-	return hits, holds
+	return rd.hits[start:len(rd.hits):len(rd.hits)], holds
 }
 
 // readMessageResult is what readMessage gave a message.

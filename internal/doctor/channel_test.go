@@ -132,7 +132,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 			var c plainConnection
 			fast.plainConnectionOf(line, plain, &c)
 			const before = "other lines\n"
-			small, ok := c.compact(len(before), len(line), 3, threadSlot(c.pid, c.tid), 0)
+			smalls, ok := c.appendCompact(nil, len(before), len(line), 3, threadSlot(c.pid, c.tid), 0)
 			if !ok {
 				// Only a field wider than a small record's is kept whole: a prefix past 64 KiB, a
 				// host, pid or tid past 255 bytes, a number past 2^31.
@@ -143,6 +143,7 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 				}
 				return
 			}
+			small := smalls[0]
 			whole := general.readLine(line, 0, plain, nil)
 			if got := small.record(before+line, fast.placedList[small.via]); !reflect.DeepEqual(got, whole[0]) || small.before != 3 {
 				t.Fatalf("%q (plain %v):\nits small record %+v (after %d)\nreadLine         %+v", line, plain, got, small.before, whole)

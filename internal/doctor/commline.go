@@ -1,6 +1,9 @@
 package doctor
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // readCommInit reads what commRe matches, by hand: every rank prints its communicators' Init
 // lines, each its own text, so they are the expression's most frequent input. It returns
@@ -245,7 +248,7 @@ func exactInitLine(msg string) []string {
 		return nil
 	}
 	m[0], m[8] = msg, state
-	return m[:]
+	return slices.Clone(m[:]) // the array stays on the stack for the messages it does not read
 }
 
 // initLineLiterals is what every message exactInitLine reads holds of msgLiterals: found once

@@ -103,20 +103,21 @@ type connRec struct {
 	thread            uint16 // its thread's index in batch.threads (noThread: none)
 }
 
-// compact is c, of the line text[at:at+n] and after before records of its batch, its thread
-// at slot (threadSlot) and thread (in batch.threads), as a connRec; false when a field is too
-// large for one (a prefix longer than any log's, ranks past 2^31, a batch placing 2^16
-// transports), and the record is kept whole.
-func (c *plainConnection) compact(at, n, before, slot int, thread uint16) (connRec, bool) {
+// appendCompact appends c, of the line text[at:at+n] and after before records of its batch,
+// its thread at slot (threadSlot) and thread (in batch.threads), to conns as a connRec (built
+// where it is kept: returned by value, it was copied twice); false when a field is too large
+// for one (a prefix longer than any log's, ranks past 2^31, a batch placing 2^16 transports),
+// and the record is kept whole.
+func (c *plainConnection) appendCompact(conns []connRec, at, n, before, slot int, thread uint16) ([]connRec, bool) {
 	// One test per width: an OR of non-negative numbers passes 2^k-1 exactly when one of them does.
 	if c.host|c.msg|c.via.id > math.MaxUint16 || len(c.hostName)|len(c.pid)|len(c.tid) > math.MaxUint8 ||
 		c.channel|c.from|c.to|c.printer|c.commRanks|before > math.MaxInt32 || uint64(at+n) > math.MaxUint32 {
-		return connRec{}, false
+		return conns, false
 	}
-	return connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),
+	return append(conns, connRec{before: int32(before), at: uint32(at), end: uint32(at + n), host: uint16(c.host), msg: uint16(c.msg),
 		hostLen: uint8(len(c.hostName)), pidLen: uint8(len(c.pid)), tidLen: uint8(len(c.tid)), slot: uint8(slot),
 		channel: int32(c.channel), from: int32(c.from), to: int32(c.to), printer: int32(c.printer), commRanks: int32(c.commRanks),
-		via: uint16(c.via.id), thread: thread}, true
+		via: uint16(c.via.id), thread: thread}), true
 }
 
 // line is c's line in its batch's text.

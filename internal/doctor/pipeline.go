@@ -203,8 +203,8 @@ func (b *batch) readLine(start, end int, cut int64, plain bool, c *plainConnecti
 	if b.rd.plainConnectionOf(line, plain, c) {
 		if cut == 0 && compactConnections {
 			slot := threadSlot(c.pid, c.tid)
-			if small, ok := c.compact(start, len(line), len(b.recs), slot, b.threadNo(c.threadKey(line), slot)); ok {
-				b.conns = append(b.conns, small)
+			var ok bool
+			if b.conns, ok = c.appendCompact(b.conns, start, len(line), len(b.recs), slot, b.threadNo(c.threadKey(line), slot)); ok {
 				return
 			}
 		}

@@ -256,3 +256,43 @@ func exactInitLine(msg string) []string {
 var initLineLiterals literalBits
 
 func init() { initLineLiterals = msgLiterals.in("comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START") }
+
+// exactShapeLine reads msg when it is a communicator's shape line and nothing else ("comm 0x…
+// rank N nRanks N nNodes N localRanks N localRank N MNNVL d", one per rank and communicator
+// from NCCL 2.20.3): nodesRe's and commMNNVLRe's submatches, nil for any other message. What
+// such a message holds of msgLiterals is fixed by its form (shapeLineLiterals), and these two
+// are the expressions it matches (FuzzExactShapeLineIsReadMessage).
+func exactShapeLine(msg string) (nodes, mnnvl []string) {
+	if !strings.HasPrefix(msg, "comm 0x") {
+		return nil, nil
+	}
+	comm, p, ok := hexAt(msg, len("comm "))
+	if !ok {
+		return nil, nil
+	}
+	var got [5]string
+	if p, ok = labelledDigits(msg, p, got[:2], " rank ", " nRanks "); !ok {
+		return nil, nil
+	}
+	at := p + 1 // the first "nNodes ", where commMNNVLRe's match starts
+	if p, ok = labelledDigits(msg, p, got[2:], " nNodes ", " localRanks ", " localRank "); !ok {
+		return nil, nil
+	}
+	if len(msg) != p+len(" MNNVL 0") || !strings.HasPrefix(msg[p:], " MNNVL ") || msg[len(msg)-1] < '0' || msg[len(msg)-1] > '9' {
+		return nil, nil
+	}
+	return []string{msg[:p], comm, got[0], got[1], got[2], got[3]}, []string{msg[at:], msg[len(msg)-1:]}
+}
+
+// shapeLineLiterals is what every message exactShapeLine reads holds of msgLiterals, and
+// nodesFirst says whether nodesRe comes before commMNNVLRe among the message expressions
+// (readMessage's hits are in their order).
+var (
+	shapeLineLiterals literalBits
+	nodesFirst        bool
+)
+
+func init() {
+	shapeLineLiterals = msgLiterals.in("comm 0x1 rank 0 nRanks 1 nNodes 1 localRanks 1 localRank 0 MNNVL 0")
+	nodesFirst = slices.Index(msgExprs.exprs, nodesRe) < slices.Index(msgExprs.exprs, commMNNVLRe)
+}

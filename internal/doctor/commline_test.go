@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +54,42 @@ func FuzzExactInitLineIsReadMessage(f *testing.F) {
 			hits, holds := rd.matchMessage(msg)
 			if len(hits) != 1 || hits[0].re != commRe || !slices.Equal(hits[0].m, m) || holds != initLineLiterals {
 				t.Fatalf("%q: read as an Init line %q holding %v; whole, %v holding %v", msg, m, initLineLiterals, hits, holds)
+			}
+		}
+	})
+}
+
+// FuzzExactShapeLineIsReadMessage holds the shape line's shortcut to the whole reading of its
+// message, as FuzzExactInitLineIsReadMessage does the Init line's.
+func FuzzExactShapeLineIsReadMessage(f *testing.F) {
+	f.Add("55d0c0000", uint16(0), uint16(16), uint8(2), uint8(8), uint8(0), uint8(0), "")
+	f.Add("a", uint16(1), uint16(72), uint8(1), uint8(72), uint8(1), uint8(1), "comm 0x1 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 12")
+	f.Add("a", uint16(1), uint16(72), uint8(1), uint8(72), uint8(1), uint8(1), "comm 0x1 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1")
+	f.Fuzz(func(t *testing.T, comm string, rank, nranks uint16, nodes, local, localRank, mnnvl uint8, text string) {
+		var hex strings.Builder
+		for _, c := range []byte(comm) {
+			hex.WriteByte("0123456789abcdef"[c%16])
+		}
+		if hex.Len() == 0 {
+			hex.WriteByte('0')
+		}
+		built := fmt.Sprintf("comm 0x%s rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d", hex.String(), rank, nranks, nodes, local, localRank, mnnvl%10)
+		if m, _ := exactShapeLine(built); m == nil {
+			t.Fatalf("%q: not read as a shape line", built)
+		}
+		for _, msg := range []string{built, text} {
+			nodes, mnnvl := exactShapeLine(msg)
+			if nodes == nil {
+				continue
+			}
+			var rd reading
+			hits, holds := rd.matchMessage(msg)
+			want := []hit{{nodesRe, nodes}, {commMNNVLRe, mnnvl}}
+			if !nodesFirst {
+				want[0], want[1] = want[1], want[0]
+			}
+			if !reflect.DeepEqual(hits, want) || holds != shapeLineLiterals {
+				t.Fatalf("%q: read as a shape line %v holding %v; whole, %v holding %v", msg, want, shapeLineLiterals, hits, holds)
 			}
 		}
 	})

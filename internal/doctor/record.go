@@ -409,9 +409,16 @@ func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 			return r.hits, r.holds
 		}
 	} else if m := exactInitLine(msg); m != nil {
-		// Two lines per rank and communicator, read by their form alone.
+		// Three lines per rank and communicator, read by their form alone.
 		rd.hits = append(rd.hits, hit{commRe, m})
 		return rd.hits[len(rd.hits)-1 : len(rd.hits) : len(rd.hits)], initLineLiterals
+	} else if nodes, mnnvl := exactShapeLine(msg); nodes != nil {
+		first, second := hit{nodesRe, nodes}, hit{commMNNVLRe, mnnvl}
+		if !nodesFirst {
+			first, second = second, first
+		}
+		rd.hits = append(rd.hits, first, second)
+		return rd.hits[len(rd.hits)-2 : len(rd.hits) : len(rd.hits)], shapeLineLiterals
 	}
 	hits, holds := rd.matchMessage(msg)
 	if !unique {

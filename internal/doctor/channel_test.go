@@ -155,13 +155,13 @@ func FuzzConnectionLineIsReadLine(f *testing.F) {
 	})
 }
 
-// TestPlaceAnswersEveryTransport: a batch places transports through its recent ones, then its
-// map. Twelve transports in turn (more than it keeps recent), and back and forth, each get
-// their own row and place, and one placed value each.
+// TestPlaceAnswersEveryTransport: a batch places transports through the last one placed and
+// its hashed slots, then its map. A hundred transports in turn (more than it has slots), and
+// back and forth, each get their own row and place, and one placed value each.
 func TestPlaceAnswersEveryTransport(t *testing.T) {
 	rd := reading{placed: map[string]*placed{}}
 	var vias []string
-	for n := range 11 {
+	for n := range 99 {
 		vias = append(vias, fmt.Sprintf("NET/Libfabric/%d/GDRDMA", n))
 	}
 	vias = append(vias, "P2P/CUMEM/read comm 0x7f nRanks 08")

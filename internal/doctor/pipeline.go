@@ -92,7 +92,7 @@ func (b *batch) reset() {
 		clear(b.rd.placed)
 		clear(b.rd.placedList)
 		b.rd.placedList = b.rd.placedList[:0]
-		b.rd.recentPlaced = [len(b.rd.recentPlaced)]*placed{}
+		b.rd.lastPlaced, b.rd.placedAt = nil, [len(b.rd.placedAt)]*placed{}
 	}
 }
 

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"regexp"
 	"slices"
@@ -129,8 +130,10 @@ type reading struct {
 	// placedList is every transport placed, in the order placed (placed.id): a connRec names
 	// its transport by its index.
 	placedList []*placed
-	// recentPlaced are the transports placed last, the latest first.
-	recentPlaced [8]*placed
+	// lastPlaced is the transport placed last, and placedAt the one placed last at each slot
+	// (by a hash of its text): a line's transport found without the map's lookup.
+	lastPlaced *placed
+	placedAt   [64]*placed
 	// said is what each message matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once. It
 	// outlives its batch (batch.reset empties it past maxSaid messages): its keys and hits are
@@ -364,20 +367,17 @@ func (rd *reading) connectionOf(c *connectionNumbers, recv bool, ch, from, to in
 	c.commRanks = c.via.commRanks
 }
 
-// place is the transport a connection logged, placed: the last eight a batch placed are
-// looked at before its map, which hashes the text (a job's connections alternate between a
-// few: P2P and a transport per NIC).
+// place is the transport a connection logged, placed: the last one placed, then the one its
+// hash's slot holds, are looked at before the map (a job's connections alternate between a
+// few: P2P and a transport per NIC, dozens on a p5).
 func (rd *reading) place(via string) *placed {
-	recent := &rd.recentPlaced
-	for i, p := range recent {
-		if p == nil {
-			break
-		}
-		if p.via == via {
-			copy(recent[1:i+1], recent[:i])
-			recent[0] = p
-			return p
-		}
+	if p := rd.lastPlaced; p != nil && p.via == via {
+		return p
+	}
+	slot := &rd.placedAt[maphash.String(placedSeed, via)%uint64(len(rd.placedAt))]
+	if p := *slot; p != nil && p.via == via {
+		rd.lastPlaced = p
+		return p
 	}
 	p := rd.placed[via]
 	if p == nil {
@@ -393,10 +393,12 @@ func (rd *reading) place(via string) *placed {
 		}
 		rd.placed[p.via] = p
 	}
-	copy(recent[1:], recent[:len(recent)-1])
-	recent[0] = p
+	*slot, rd.lastPlaced = p, p
 	return p
 }
+
+// placedSeed seeds the hash of reading.placedAt's slots.
+var placedSeed = maphash.MakeSeed()
 
 // readMessage is what an NCCL message matches of the expressions that read messages, and the
 // literals it holds.

@@ -75,12 +75,17 @@ type connectionText struct {
 func (c *connectionText) read(s string) bool {
 	var ok bool
 	if c.channel, c.chEnd, ok = numberAt(s, 0); !ok {
-		return false
+		if c.channel, c.chEnd, ok = longNumberAt(s, 0); !ok {
+			return false
+		}
 	}
 	i := c.chEnd
 	if i < len(s) && s[i] == '/' {
-		if _, i, ok = numberAt(s, i+1); !ok {
-			return false
+		at := i + 1
+		if _, i, ok = numberAt(s, at); !ok {
+			if _, i, ok = longNumberAt(s, at); !ok {
+				return false
+			}
 		}
 	}
 	// The separators are compared as constants, a load or two each; one passed to a function
@@ -158,26 +163,33 @@ func holdsBracketAndN(s string) (bracket, n bool) {
 // where the bus id ends.
 func rankAt(s string, at int) (rank, _, end, next int, ok bool) {
 	if rank, end, ok = numberAt(s, at); !ok {
-		return 0, 0, 0, 0, false
+		if rank, end, ok = longNumberAt(s, at); !ok {
+			return 0, 0, 0, 0, false
+		}
 	}
 	return rank, at, end, busIDEnd(s, end), true
 }
 
-// numberAt reads the digits at s[i:] as atoi does: the number and where it ends, ok false when
-// there are none.
+// numberAt reads the one to nine digits at s[i:]: the number and where it ends, ok false when
+// there are none or more (longNumberAt reads those). It is small enough to be inlined into the
+// connection's reader, which reads five numbers a line.
 func numberAt(s string, i int) (int, int, bool) {
 	n, j := 0, i
-	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+	for j < len(s) && s[j]-'0' <= 9 { // a byte below '0' wraps past 9
 		n = n*10 + int(s[j]-'0')
 		j++
 	}
-	switch {
-	case j == i:
-		return 0, i, false
-	case j-i > 9: // past what fewDigits reads: atoi's own answer, overflow included
-		n = atoi(s[i:j])
+	return n, j, j > i && j-i <= 9
+}
+
+// longNumberAt reads the digits at s[i:] as atoi does, past what numberAt reads (overflow
+// included): the number and where it ends, ok false when there are none.
+func longNumberAt(s string, i int) (int, int, bool) {
+	j := i
+	for j < len(s) && s[j]-'0' <= 9 {
+		j++
 	}
-	return n, j, true
+	return atoi(s[i:j]), j, j > i
 }
 
 // busIDEnd is where an optional "[<lowercase hex>]" at s[i:] ends.

@@ -44,17 +44,6 @@ func channelAfter(s string) (channel, from, to, via string, recv, ok bool) {
 	return s[:c.chEnd], s[c.fromAt:c.fromEnd], s[c.toAt:c.toEnd], c.via, c.recv, true
 }
 
-// connectionAfter is channelAfter with the numbers as atoi reads them: the plain connection
-// line's path, where cutting each number out as a string and reading it again cost a tenth of
-// the line.
-func connectionAfter(s string) (channel, from, to int, via string, recv, ok bool) {
-	var c connectionText
-	if !c.read(s) {
-		return 0, 0, 0, "", false, false
-	}
-	return c.channel, c.from, c.to, c.via, c.recv, true
-}
-
 // connectionText is what read finds of a connection: its numbers, where the channel ends and
 // the two ranks lie, its transport and whether the receiver logged it.
 type connectionText struct {

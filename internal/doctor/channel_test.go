@@ -71,8 +71,8 @@ func FuzzConnectionFastPath(f *testing.F) {
 	})
 }
 
-// FuzzConnectionAfterIsChannelAfter holds the plain line's reading of a connection, numbers
-// read as it goes, to channelAfter's strings read by atoi.
+// FuzzConnectionAfterIsChannelAfter holds the plain line's reading of a connection
+// (connectionText), numbers read as it goes, to channelAfter's strings read by atoi.
 func FuzzConnectionAfterIsChannelAfter(f *testing.F) {
 	for _, s := range []string{
 		"00/0 : 8[0] -> 0[0] [receive] via NET/IB/0  ", "0 : 1 -> 2 via X [receive] via Y", "0 : 1 -> 2 via [receive] via ",
@@ -86,10 +86,11 @@ func FuzzConnectionAfterIsChannelAfter(f *testing.F) {
 		if strings.IndexByte(s, '\n') >= 0 {
 			return // a line holds none
 		}
-		ch, from, to, via, recv, ok := connectionAfter(s)
+		var c connectionText
+		ok := c.read(s)
 		wch, wfrom, wto, wvia, wrecv, wok := channelAfter(s)
-		if ok != wok || ok && (ch != atoi(wch) || from != atoi(wfrom) || to != atoi(wto) || via != wvia || recv != wrecv) {
-			t.Fatalf("%q: connectionAfter %d %d %d %q %v %v, channelAfter %q %q %q %q %v %v", s, ch, from, to, via, recv, ok, wch, wfrom, wto, wvia, wrecv, wok)
+		if ok != wok || ok && (c.channel != atoi(wch) || c.from != atoi(wfrom) || c.to != atoi(wto) || c.via != wvia || c.recv != wrecv) {
+			t.Fatalf("%q: connectionText %+v %v, channelAfter %q %q %q %q %v %v", s, c, ok, wch, wfrom, wto, wvia, wrecv, wok)
 		}
 	})
 }

@@ -48,9 +48,9 @@ func newBlockReader(r io.Reader, blockSize, maxLine int) *blockReader {
 	return &blockReader{r: r, blockSize: blockSize, maxLine: maxLine}
 }
 
-// read reads the next block into b, reusing b's buffer. It says end once the log
-// is read (b holds its last lines, if any), and returns the read error that ended it, not
-// io.EOF: the lines before the error are in b, the line the error cut is not.
+// read reads the next block into b, reusing b's buffer. It says end once the log is read (b
+// holds its last lines, if any), and returns the read error that ended it, not io.EOF: the
+// lines before the error are in b, the line the error cut is not.
 func (br *blockReader) read(b *blockLines) (end bool, err error) {
 	b.text, b.leadEnd, b.leadCut, b.from, b.maxLine = "", 0, 0, 0, br.maxLine
 	if br.done {

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"io"
-	"math"
 	"runtime"
 	"strings"
 )
@@ -36,40 +35,6 @@ type batch struct {
 	done     chan struct{}
 }
 
-// maxBatchThreads bounds the threads a batch numbers (half its table, so that a search ends);
-// a line of any other thread is a small record without one (noThread).
-const (
-	maxBatchThreads = 128
-	noThread        = math.MaxUint16
-)
-
-// threadAnswer is the communicator the parse found a thread's: the answer of currentComms
-// while its generation is gen (a batch's lines of one thread ask once, not each line).
-type threadAnswer struct {
-	comm *Comm
-	gen  uint64
-}
-
-// threadNo is the index of the thread whose threadKey is key among the batch's, slot its
-// threadSlot; added if new, noThread past maxBatchThreads.
-func (b *batch) threadNo(key string, slot int) uint16 {
-	mask := len(b.threadAt) - 1
-	for i := slot * 2 & mask; ; i = (i + 1) & mask {
-		n := b.threadAt[i]
-		if n == 0 {
-			if len(b.threads) == maxBatchThreads {
-				return noThread
-			}
-			b.threads = append(b.threads, key)
-			b.threadAt[i] = uint16(len(b.threads))
-			return uint16(len(b.threads) - 1)
-		}
-		if b.threads[n-1] == key {
-			return n - 1
-		}
-	}
-}
-
 // newBatch is an empty batch; its buffers grow to what the log needs and are kept for reuse.
 func newBatch() *batch {
 	return &batch{rd: reading{placed: map[string]*placed{}, said: map[string]readMessageResult{}, classed: map[string]string{}}}
@@ -97,8 +62,9 @@ func (b *batch) reset() {
 }
 
 // eachRecord reads r and calls apply with every record, in order, or applyConn with a plain
-// connection line's (of its batch's text). It returns the read error that stopped it, nil at
-// the end of the log.
+// connection line's small record, its batch's text, its transport and its thread's answer in
+// the batch (nil: none kept). It returns the read error that stopped it, nil at the end of the
+// log.
 func eachRecord(r io.Reader, apply func(*record), applyConn func(*connRec, string, *placed, *threadAnswer)) error {
 	workers := runtime.GOMAXPROCS(0)
 	inFlight := 3*workers + 1 // being read, waiting for a worker, read and waiting to be applied

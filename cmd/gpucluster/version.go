@@ -8,7 +8,7 @@ import (
 
 // release is gpucluster's version: CHANGELOG.md's newest entry, held to it by
 // TestVersionIsTheChangelogsNewest. A release build may set it (-ldflags "-X main.release=…").
-var release = "0.19.1"
+var release = "0.19.2"
 
 // versionText is the version with the commit it was built from, as Go's build records it
 // (vcs.revision and vcs.modified; absent from `go run` of a tree without VCS data).

@@ -14,6 +14,8 @@ import (
 const (
 	maxPlaced = 64  // bounds a batch's cache of transports (a log names a handful)
 	maxSaid   = 512 // bounds its caches of messages (reading.said, reading.classed)
+	// maxSaidBytes is the longest message those caches keep (an announcement is a line's words).
+	maxSaidBytes = 1 << 10
 )
 
 // batchBytes is the size of the block a batch reads (a variable: tests move the boundaries).

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 )
 
 // TestBatchBoundariesChangeNothing: a log is read in blocks, by several goroutines, and applied
@@ -201,5 +202,46 @@ func TestThreadNoIsTheKeysIndex(t *testing.T) {
 			t.Fatalf("round %d: a thread past %d numbered %d", round, maxBatchThreads, n)
 		}
 		b.reset() // a reused batch numbers its threads afresh
+	}
+}
+
+// TestMessageCacheIsBounded: a worker's cache of messages outlives its batches, so what it
+// keeps must not grow with the log: no message past maxSaidBytes, none that shares the memory
+// of the line it came from (a short message of a megabyte line would keep the line), and no
+// more than maxSaid messages past a reset.
+func TestMessageCacheIsBounded(t *testing.T) {
+	b := newBatch()
+	long := strings.Repeat("x", maxSaidBytes)
+	for i := range 3 * maxSaid {
+		b.rd.readMessage(fmt.Sprintf("NET/OFI Selected provider is efa %d %s", i, long))
+		if i%100 == 99 {
+			b.reset()
+		}
+	}
+	if len(b.rd.said) != 0 {
+		t.Fatalf("%d messages past %d bytes kept", len(b.rd.said), maxSaidBytes)
+	}
+	line := "NET/OFI Selected provider is efa, fabric is efa (found 4 nics)" + long
+	msg := line[:len(line)-len(long)]
+	b.rd.readMessage(msg)
+	for key, said := range b.rd.said {
+		kept := []string{key}
+		for _, h := range said.hits {
+			kept = append(kept, h.m...)
+		}
+		for _, s := range kept {
+			if at := uintptr(unsafe.Pointer(unsafe.StringData(s))); s != "" && at >= uintptr(unsafe.Pointer(unsafe.StringData(line))) && at < uintptr(unsafe.Pointer(unsafe.StringData(line)))+uintptr(len(line)) {
+				t.Fatalf("the cache keeps %q, a view of the line it came from", s)
+			}
+		}
+	}
+	for i := range 3 * maxSaid {
+		b.rd.readMessage(fmt.Sprintf("NET/OFI Selected provider is efa %d", i))
+		if i%100 == 99 {
+			b.reset()
+		}
+	}
+	if len(b.rd.said) > maxSaid+100 {
+		t.Fatalf("%d messages kept past resets", len(b.rd.said))
 	}
 }

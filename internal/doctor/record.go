@@ -136,9 +136,9 @@ type reading struct {
 	placedAt   [64]*placed
 	// said is what each message matched, by its text: every rank prints the same
 	// announcements ("NET/OFI Selected provider is efa …"), and a message is read once. It
-	// outlives its batch (batch.reset empties it past maxSaid messages): its keys and hits are
-	// views of lines read from their own copies, never of a block's buffer, and its hits its
-	// own copy (rd.hits is read into again).
+	// outlives its batch (batch.reset empties it past maxSaid messages) and keeps copies of its
+	// own of messages up to maxSaidBytes and their hits (rd.hits is read into again, and a line
+	// may be a megabyte): what it holds stays under maxSaid × maxSaidBytes, whatever the log.
 	said map[string]readMessageResult
 	// classed is the failure class of each WARN message (every rank prints the same), kept as
 	// said is.
@@ -160,7 +160,9 @@ func (rd *reading) classOf(msg string) string {
 	c, ok := rd.classed[msg]
 	if !ok {
 		c = classifyFailure(msg)
-		rd.classed[msg] = c
+		if len(msg) <= maxSaidBytes {
+			rd.classed[strings.Clone(msg)] = c
+		}
 	}
 	return c
 }
@@ -423,10 +425,24 @@ func (rd *reading) readMessage(msg string) ([]hit, literalBits) {
 		return rd.hits[len(rd.hits)-2 : len(rd.hits) : len(rd.hits)], shapeLineLiterals
 	}
 	hits, holds := rd.matchMessage(msg)
-	if !unique {
-		rd.said[msg] = readMessageResult{slices.Clone(hits), holds}
+	if !unique && len(msg) <= maxSaidBytes {
+		rd.said[strings.Clone(msg)] = readMessageResult{ownHits(hits), holds}
 	}
 	return hits, holds
+}
+
+// ownHits is a copy of hits, their submatches copies of their own: what a cache keeps outlives
+// the line it was read from, which may be long (a message is often part of a line).
+func ownHits(hits []hit) []hit {
+	own := make([]hit, len(hits))
+	for i, h := range hits {
+		m := make([]string, len(h.m))
+		for j, s := range h.m {
+			m[j] = strings.Clone(s)
+		}
+		own[i] = hit{h.re, m}
+	}
+	return own
 }
 
 // matchMessage is every expression msg matches and the literals it holds, found from them.

@@ -36,14 +36,35 @@ func firstMatchFrom(s, start string, at func(s string, i int) []string) []string
 
 // commInitAt matches commRe at s[i:], which starts "comm 0x".
 func commInitAt(s string, i int) []string {
-	m := make([]string, 9)
+	var m [9]string
+	p, ok := initFieldsAt(s, i, &m)
+	if !ok {
+		return nil
+	}
+	// ".*?(?: commId (0x…))? - Init (START|COMPLETE)": the first position, before any newline,
+	// where the commId form or the plain form ends the match.
+	for q := p; q < len(s) && s[q] != '\n'; q++ {
+		if s[q] != ' ' {
+			continue
+		}
+		if end, ok := initEndAt(s, q, &m); ok {
+			m[0] = s[i:end]
+			return slices.Clone(m[:]) // the array stays on the stack for the lines it does not read
+		}
+	}
+	return nil
+}
+
+// initFieldsAt reads an Init line's fields at s[i:], which starts "comm 0x", into m (comm,
+// rank, nranks, cudaDev, busId, parent): where the optional ones end.
+func initFieldsAt(s string, i int, m *[9]string) (int, bool) {
 	p := i + len("comm ")
 	var ok bool
 	if m[1], p, ok = hexAt(s, p); !ok {
-		return nil
+		return 0, false
 	}
 	if p, ok = labelledDigits(s, p, m[2:5], " rank ", " nranks ", " cudaDev "); !ok {
-		return nil
+		return 0, false
 	}
 	// Optional fields, each taken where it matches: text they leave would be read by the
 	// lazy ".*?" that follows, and no " - Init" or " commId" can start inside one.
@@ -62,26 +83,25 @@ func commInitAt(s string, i int) []string {
 			m[6], p = h, q
 		}
 	}
-	// ".*?(?: commId (0x…))? - Init (START|COMPLETE)": the first position, before any newline,
-	// where the commId form or the plain form ends the match.
-	for q := p; q < len(s) && s[q] != '\n'; q++ {
-		if s[q] != ' ' {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(s[q:], " commId "); ok {
-			if h, r, ok := hexAt(s, len(s)-len(rest)); ok {
-				if state, end := initStateAt(s, r); state != "" {
-					m[0], m[7], m[8] = s[i:end], h, state
-					return m
-				}
+	return p, true
+}
+
+// initEndAt reads an Init line's end at s[q:], " commId 0x… - Init STATE" or " - Init STATE",
+// into m (commId, state): where it ends.
+func initEndAt(s string, q int, m *[9]string) (int, bool) {
+	if rest, ok := strings.CutPrefix(s[q:], " commId "); ok {
+		if h, r, ok := hexAt(s, len(s)-len(rest)); ok {
+			if state, end := initStateAt(s, r); state != "" {
+				m[7], m[8] = h, state
+				return end, true
 			}
 		}
-		if state, end := initStateAt(s, q); state != "" {
-			m[0], m[8] = s[i:end], state
-			return m
-		}
 	}
-	return nil
+	if state, end := initStateAt(s, q); state != "" {
+		m[8] = state
+		return end, true
+	}
+	return 0, false
 }
 
 // initStateAt reads " - Init START" or " - Init COMPLETE" at s[p:]: the state and where it ends.
@@ -215,39 +235,16 @@ func exactInitLine(msg string) []string {
 	if !strings.HasPrefix(msg, "comm 0x") {
 		return nil
 	}
+	// commInitAt's fields, and its end right after them: no text for its ".*?".
 	var m [9]string
-	var ok bool
-	p := len("comm ")
-	if m[1], p, ok = hexAt(msg, p); !ok {
+	p, ok := initFieldsAt(msg, 0, &m)
+	if !ok {
 		return nil
 	}
-	if p, ok = labelledDigits(msg, p, m[2:5], " rank ", " nranks ", " cudaDev "); !ok {
+	if end, ok := initEndAt(msg, p, &m); !ok || end != len(msg) {
 		return nil
 	}
-	if strings.HasPrefix(msg[p:], " nvmlDev ") {
-		d, q := digitsAt(msg, p+len(" nvmlDev "))
-		if d == "" {
-			return nil
-		}
-		p = q
-	}
-	if strings.HasPrefix(msg[p:], " busId ") {
-		if m[5], p = lowerHexAt(msg, p+len(" busId ")); m[5] == "" {
-			return nil
-		}
-	}
-	for k, label := range [2]string{" parent ", " commId "} {
-		if strings.HasPrefix(msg[p:], label) {
-			if m[6+k], p, ok = hexAt(msg, p+len(label)); !ok {
-				return nil
-			}
-		}
-	}
-	state, end := initStateAt(msg, p)
-	if state == "" || end != len(msg) {
-		return nil
-	}
-	m[0], m[8] = msg, state
+	m[0] = msg
 	return slices.Clone(m[:]) // the array stays on the stack for the messages it does not read
 }
 
@@ -266,22 +263,16 @@ func exactShapeLine(msg string) (nodes, mnnvl []string) {
 	if !strings.HasPrefix(msg, "comm 0x") {
 		return nil, nil
 	}
-	comm, p, ok := hexAt(msg, len("comm "))
-	if !ok {
+	// nodesRe's match at the start and room for " MNNVL d" alone after it; commMNNVLRe's match
+	// from the first "nNodes " (the label: nothing before it holds one) reads the same fields,
+	// so where it matches it ends the message.
+	if nodes = commNodesAt(msg, 0); nodes == nil || len(msg) != len(nodes[0])+len(" MNNVL 0") {
 		return nil, nil
 	}
-	var got [5]string
-	if p, ok = labelledDigits(msg, p, got[:2], " rank ", " nRanks "); !ok {
+	if mnnvl = commMNNVLAt(msg, strings.Index(msg, "nNodes ")); mnnvl == nil {
 		return nil, nil
 	}
-	at := p + 1 // the first "nNodes ", where commMNNVLRe's match starts
-	if p, ok = labelledDigits(msg, p, got[2:], " nNodes ", " localRanks ", " localRank "); !ok {
-		return nil, nil
-	}
-	if len(msg) != p+len(" MNNVL 0") || !strings.HasPrefix(msg[p:], " MNNVL ") || msg[len(msg)-1] < '0' || msg[len(msg)-1] > '9' {
-		return nil, nil
-	}
-	return []string{msg[:p], comm, got[0], got[1], got[2], got[3]}, []string{msg[at:], msg[len(msg)-1:]}
+	return nodes, mnnvl
 }
 
 // shapeLineLiterals is what every message exactShapeLine reads holds of msgLiterals, and

@@ -121,29 +121,23 @@ func (c *connectionText) read(s string) bool {
 // a call each. The last eight bytes are read as one word, overlapping the word before (a byte
 // read twice changes no answer); a shorter s is one word padded with zeros, which are neither.
 func holdsBracketAndN(s string) (bracket, n bool) {
-	const ones, highs, brackets, ns = 0x0101010101010101, 0x8080808080808080, 0x5b5b5b5b5b5b5b5b, 0x4e4e4e4e4e4e4e4e
 	var b, m uint64
-	// A zero byte of y sets its high bit in (y-ones)&^y; a false bit appears only above a true
-	// one, so a word's answer is exact.
 	if len(s) < 8 {
 		var x uint64
 		for i := 0; i < len(s); i++ {
 			x |= uint64(s[i]) << (8 * i)
 		}
-		y, z := x^brackets, x^ns
-		b, m = (y-ones)&^y, (z-ones)&^z
-		return b&highs != 0, m&highs != 0
+		return bytesAre(x, '[') != 0, bytesAre(x, 'N') != 0
 	}
 	for i := 0; ; i += 8 {
 		if i > len(s)-8 {
 			i = len(s) - 8
 		}
 		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
-		y, z := x^brackets, x^ns
-		b |= (y - ones) &^ y
-		m |= (z - ones) &^ z
+		b |= bytesAre(x, '[')
+		m |= bytesAre(x, 'N')
 		if i == len(s)-8 {
-			return b&highs != 0, m&highs != 0
+			return b != 0, m != 0
 		}
 	}
 }

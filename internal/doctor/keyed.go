@@ -192,7 +192,6 @@ func byGate(exprs []*keyedRe) []gateGroup {
 // space compared only where the byte before it is an 'a' or the two after it "no" (a
 // communicator's line has four words starting with 'n').
 func mayBeCUDAError(s string) bool {
-	const ones, highs, spaces = 0x0101010101010101, 0x8080808080808080, 0x2020202020202020
 	at := func(i int) bool {
 		return i >= 4 && s[i-1]|0x20 == 'a' && asciiFoldEqual(s[i-4:i], "cuda") ||
 			i+2 < len(s) && s[i+1]|0x20 == 'n' && s[i+2]|0x20 == 'o' && asciiFoldHasPrefix(s[i:], " not yet initialized")
@@ -201,10 +200,8 @@ func mayBeCUDAError(s string) bool {
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		y := x ^ spaces
-		// High bits of the zero bytes of y; a byte of 0x80 + 0x00 borrow can set a false bit
-		// above a true one, never without one, so each bit found is checked on its byte.
-		for m := (y - ones) &^ y & highs; m != 0; m &= m - 1 {
+		// Each space marked is checked on its byte (a mark may be false above a true one).
+		for m := bytesAre(x, ' '); m != 0; m &= m - 1 {
 			if j := i + bits.TrailingZeros64(m)/8; s[j] == ' ' && at(j) {
 				return true
 			}

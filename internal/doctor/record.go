@@ -231,24 +231,17 @@ func byteWhere(s string, b byte, at func(i int) bool) bool {
 // resetCode looks for first): eight bytes at a time, as a log's lines are long and almost
 // always plain ASCII.
 func scanBytes(s string) (ascii, nul, esc, em bool) {
-	const ones, highs, escs, ems = 0x0101010101010101, 0x8080808080808080, 0x1b1b1b1b1b1b1b1b, 0x6d6d6d6d6d6d6d6d
 	var high, zero, escape, emm uint64
 	for len(s) >= 8 { // re-slicing lets the compiler read the eight bytes with one load
 		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 		s = s[8:]
 		high |= x
-		// A byte is zero where (x - 1) borrows into its high bit and x's own high bit is clear.
-		zero |= (x - ones) &^ x
-		y := x ^ escs
-		escape |= (y - ones) &^ y
-		z := x ^ ems
-		emm |= (z - ones) &^ z
+		zero |= bytesAre(x, 0)
+		escape |= bytesAre(x, 0x1b)
+		emm |= bytesAre(x, 'm')
 	}
-	high &= highs
-	zero &= highs
-	escape &= highs
-	emm &= highs
+	high &= highBits
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 0x80:
@@ -278,7 +271,7 @@ func plainText(s string) bool {
 	for _, c := range b {
 		high |= uint64(c)
 	}
-	return high&0x8080808080808080 == 0 && strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, 0x1b) < 0 && !resetCode(s)
+	return high&highBits == 0 && strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, 0x1b) < 0 && !resetCode(s)
 }
 
 // read works out what the record says by itself.

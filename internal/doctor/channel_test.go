@@ -71,9 +71,9 @@ func FuzzConnectionFastPath(f *testing.F) {
 	})
 }
 
-// FuzzConnectionAfterIsChannelAfter holds the plain line's reading of a connection
+// FuzzConnectionTextIsChannelAfter holds the plain line's reading of a connection
 // (connectionText), numbers read as it goes, to channelAfter's strings read by atoi.
-func FuzzConnectionAfterIsChannelAfter(f *testing.F) {
+func FuzzConnectionTextIsChannelAfter(f *testing.F) {
 	for _, s := range []string{
 		"00/0 : 8[0] -> 0[0] [receive] via NET/IB/0  ", "0 : 1 -> 2 via X [receive] via Y", "0 : 1 -> 2 via [receive] via ",
 		"0 : 1 -> 2 [send] via P2P/IPC", "03/24 :    0   1   2", "31/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "1 : 2[ab] -> 3[AB] via x",
